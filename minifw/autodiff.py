@@ -1,0 +1,250 @@
+"""The autograd engine shared by Scalars and Tensors.
+
+A value that took part in a computation remembers how it was made in a `History`:
+the `Function` that produced it, the `Context` that function saved for its backward,
+and the inputs. `backpropagate` walks that graph once, output to leaves, in
+topological order, applying the chain rule at every node.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+_GRAPH_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved "
+    "tensors after they have already been freed). Saved intermediate values of the graph "
+    "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
+    "you need to backward through the graph a second time or if you need to access saved "
+    "tensors after calling backward."
+)
+
+
+class Context:
+    """What a Function's forward saves for its backward."""
+
+    __slots__ = ("saved_values", "_freed")
+
+    def __init__(self) -> None:
+        self.saved_values: tuple[Any, ...] = ()
+        self._freed = False
+
+    def save_for_backward(self, *values: Any) -> None:
+        """Keep `values` for the backward pass."""
+        self.saved_values = values
+
+    @property
+    def saved_tensors(self) -> tuple[Any, ...]:
+        """The values given to `save_for_backward` (an error once the graph is freed)."""
+        if self._freed:
+            raise RuntimeError(_GRAPH_FREED)
+        return self.saved_values
+
+    def release(self) -> None:
+        """Free the saved values; a later backward through this node raises."""
+        self.saved_values = ()
+        self._freed = True
+
+    def check_alive(self) -> None:
+        """Raise the PyTorch error if this node's saved values were already freed."""
+        if self._freed:
+            raise RuntimeError(_GRAPH_FREED)
+
+
+@dataclass(slots=True)
+class History:
+    """How a value was made: the Function, its saved Context, and the inputs."""
+
+    last_fn: Any = None
+    ctx: Context | None = None
+    inputs: Sequence[Any] = field(default_factory=tuple)
+
+
+class Variable(Protocol):
+    """What the engine needs of a value to differentiate through it.
+
+    A value whose history has no `last_fn` is a leaf: the user made it, and its
+    derivative accumulates there. A constant needs no derivative at all.
+    """
+
+    @property
+    def unique_id(self) -> int:
+        """An id that no other live value shares."""
+        ...
+
+    @property
+    def history(self) -> History | None:
+        """How the value was made (None for constants)."""
+        ...
+
+    def is_constant(self) -> bool:
+        """True for a value that needs no derivative."""
+        ...
+
+    @property
+    def parents(self) -> Iterable[Variable]:
+        """The inputs of the Function that made this value."""
+        ...
+
+    def chain_rule(self, d_output: Any) -> Iterable[tuple[Variable, Any]]:
+        """Pair every input with its share of `d_output`."""
+        ...
+
+    def accumulate_derivative(self, x: Any) -> None:
+        """Add `x` to this leaf's derivative."""
+        ...
+
+
+def is_leaf(variable: Variable) -> bool:
+    """True for a value that no Function produced (its derivative accumulates there)."""
+    history = variable.history
+    return history is None or history.last_fn is None
+
+
+# BEGIN TASK 1.1
+
+
+def central_difference(
+    f: Callable[..., float], *vals: float, arg: int = 0, epsilon: float = 1e-6
+) -> float:
+    """Estimate the partial derivative of `f` with respect to argument `arg`.
+
+    Uses the central difference (f(x + e) - f(x - e)) / 2e.
+    """
+    up = list(vals)
+    down = list(vals)
+    up[arg] += epsilon
+    down[arg] -= epsilon
+    return (f(*up) - f(*down)) / (2.0 * epsilon)
+
+
+# END TASK 1.1
+
+# BEGIN TASK 1.4
+
+
+def topological_sort(variable: Variable) -> list[Variable]:
+    """Return the non-constant values that `variable` depends on, itself first.
+
+    Every value comes before the values it was computed from, so the list is the
+    order in which backpropagation can visit nodes. Iterative, so a long chain
+    does not hit Python's recursion limit.
+    """
+    order: list[Variable] = []
+    visited: set[int] = set()
+    stack: list[tuple[Variable, Iterator[Variable] | None]] = [(variable, None)]
+    while stack:
+        node, children = stack[-1]
+        if children is None:
+            if node.unique_id in visited or node.is_constant():
+                stack.pop()
+                continue
+            visited.add(node.unique_id)
+            children = iter(() if is_leaf(node) else node.parents)
+            stack[-1] = (node, children)
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            order.append(node)
+        elif child.unique_id not in visited and not child.is_constant():
+            stack.append((child, None))
+    order.reverse()
+    return order
+
+
+def backpropagate(variable: Variable, deriv: Any, retain_graph: bool = True) -> None:
+    """Run the chain rule from `variable` back to the leaves.
+
+    Each node is visited once, after every value computed from it, and its
+    derivative is the sum of what all those values passed back. Leaves
+    accumulate their derivative. Without `retain_graph`, each node frees the
+    values it saved, so a second backward through it raises.
+    """
+    derivatives: dict[int, Any] = {variable.unique_id: deriv}
+    for node in topological_sort(variable):
+        d = derivatives.pop(node.unique_id, None)
+        if d is None:
+            continue
+        if is_leaf(node):
+            node.accumulate_derivative(d)
+            continue
+        for parent, d_parent in node.chain_rule(d):
+            if parent.is_constant():
+                continue
+            key = parent.unique_id
+            if key in derivatives:
+                derivatives[key] = derivatives[key] + d_parent
+            else:
+                derivatives[key] = d_parent
+        history = node.history
+        if not retain_graph and history is not None and history.ctx is not None:
+            history.ctx.release()
+
+
+# END TASK 1.4
+
+
+class _GradMode(threading.local):
+    enabled = True
+
+
+_grad_mode = _GradMode()
+
+
+def is_grad_enabled() -> bool:
+    """True when operations are being recorded for autograd (per thread)."""
+    return _grad_mode.enabled
+
+
+def set_grad_enabled(mode: bool) -> None:
+    """Turn recording of operations on or off for this thread."""
+    _grad_mode.enabled = bool(mode)
+
+
+@contextmanager
+def _grad_mode_set(mode: bool) -> Iterator[None]:
+    previous = _grad_mode.enabled
+    _grad_mode.enabled = mode
+    try:
+        yield
+    finally:
+        _grad_mode.enabled = previous
+
+
+class _GradModeGuard:
+    """A context manager and decorator that sets grad mode and restores it after."""
+
+    mode = True
+
+    def __enter__(self) -> None:
+        self._previous = _grad_mode.enabled
+        _grad_mode.enabled = self.mode
+
+    def __exit__(self, *exc: object) -> None:
+        _grad_mode.enabled = self._previous
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        mode = self.mode
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with _grad_mode_set(mode):
+                return fn(*args, **kwargs)
+
+        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+        wrapper.__doc__ = fn.__doc__
+        return wrapper
+
+
+class no_grad(_GradModeGuard):  # noqa: N801 - PyTorch's name
+    """Record nothing for autograd inside `with no_grad():` (or a decorated function)."""
+
+    mode = False
+
+
+class enable_grad(_GradModeGuard):  # noqa: N801 - PyTorch's name
+    """Record operations again inside `with enable_grad():`, even under no_grad."""
+
+    mode = True

@@ -1,0 +1,72 @@
+"""The one place that names concrete backends; each is built on first use.
+
+`import minifw` never imports `numba.cuda`: the CUDA backend is constructed only
+when something asks for it.
+"""
+
+from __future__ import annotations
+
+from .tensor_ops import TensorBackend
+
+BACKEND_NAMES = ("simple", "fast", "cuda")
+_built: dict[str, TensorBackend] = {}
+_defaults: dict[str, str] = {"cpu": "fast", "cuda": "cuda"}
+
+
+def _build(name: str) -> TensorBackend:
+    if name == "simple":
+        from .tensor_ops import SimpleOps
+
+        return TensorBackend(SimpleOps, "simple")
+    if name == "fast":
+        from .fast_ops import FastOps
+
+        return TensorBackend(FastOps, "fast")
+    if name == "cuda":
+        if not cuda_available():
+            raise RuntimeError(
+                "the 'cuda' backend needs an NVIDIA GPU with a CUDA driver, or Numba's "
+                "simulator (set NUMBA_ENABLE_CUDASIM=1 before starting Python)"
+            )
+        from .cuda_ops import CudaOps
+
+        return TensorBackend(CudaOps, "cuda")
+    raise ValueError(f"unknown backend {name!r}: expected one of {', '.join(BACKEND_NAMES)}")
+
+
+def get_backend(backend: str | TensorBackend) -> TensorBackend:
+    """The backend called `backend` ("simple", "fast" or "cuda"), built once."""
+    if isinstance(backend, TensorBackend):
+        return backend
+    if backend not in _built:
+        _built[backend] = _build(backend)
+    return _built[backend]
+
+
+def set_default_backend(name: str) -> None:
+    """Make `name` the backend that new tensors on its device use."""
+    backend = get_backend(name)
+    _defaults[backend.device] = name
+
+
+def default_backend(device: str = "cpu") -> TensorBackend:
+    """The backend new tensors on `device` use."""
+    if device not in _defaults:
+        raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {device}")
+    return get_backend(_defaults[device])
+
+
+def cuda_available() -> bool:
+    """True when a CUDA GPU (or Numba's CUDA simulator) can run the 'cuda' backend."""
+    from numba import config
+
+    if config.ENABLE_CUDASIM:
+        return True
+    try:
+        from numba import cuda
+    except Exception:  # noqa: BLE001 - any import failure means no CUDA here
+        return False
+    try:
+        return bool(cuda.is_available())
+    except Exception:  # noqa: BLE001
+        return False

@@ -1,0 +1,1 @@
+"""Course tooling: the task map, the assignment generator and the grader."""

@@ -1,0 +1,365 @@
+"""Strided storage: a flat array, a shape, strides and an offset, and the index math.
+
+The index functions at the top take and fill numpy int arrays and use only the
+subset of Python that Numba compiles, so the CPU and CUDA backends recompile these
+very functions instead of writing their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Index = npt.NDArray[np.int64]
+Shape = tuple[int, ...]
+Strides = tuple[int, ...]
+
+# BEGIN TASK 2.1
+
+
+def index_to_position(index: Index, strides: Index) -> int:
+    """Return the storage position of a multi-index: sum(index[i] * strides[i])."""
+    position = 0
+    for i in range(len(index)):
+        position += index[i] * strides[i]
+    return position
+
+
+def to_index(ordinal: int, shape: Index, out_index: Index) -> None:
+    """Write into `out_index` the multi-index of the `ordinal`-th cell in row-major order."""
+    rest = ordinal
+    for i in range(len(shape) - 1, -1, -1):
+        out_index[i] = rest % shape[i]
+        rest = rest // shape[i]
+
+
+def strides_from_shape(shape: Sequence[int]) -> Strides:
+    """Return the row-major (contiguous) strides of `shape`."""
+    strides = []
+    step = 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+# END TASK 2.1
+
+# BEGIN TASK 2.2
+
+
+def broadcast_index(big_index: Index, big_shape: Index, shape: Index, out_index: Index) -> None:
+    """Map an index of the broadcast shape `big_shape` to an index of `shape`.
+
+    Dims of size 1 in `shape` read position 0; missing leading dims are dropped.
+    """
+    extra = len(big_shape) - len(shape)
+    for i in range(len(shape)):
+        out_index[i] = big_index[i + extra] if shape[i] > 1 else 0
+
+
+def shape_broadcast(shape1: Sequence[int], shape2: Sequence[int]) -> Shape:
+    """Return the shape that both shapes broadcast to (numpy/PyTorch rules)."""
+    n = max(len(shape1), len(shape2))
+    a = (1,) * (n - len(shape1)) + tuple(shape1)
+    b = (1,) * (n - len(shape2)) + tuple(shape2)
+    out = []
+    for x, y in zip(a, b, strict=True):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(
+                f"shapes {tuple(shape1)} and {tuple(shape2)} cannot be broadcast "
+                f"(size {x} vs {y} in a dimension that is not 1)"
+            )
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+# END TASK 2.2
+
+# The functions above that kernels call; backends recompile exactly these.
+KERNEL_FUNCTIONS = ["index_to_position", "to_index", "broadcast_index"]
+
+
+def normalize_dim(dim: int, ndim: int) -> int:
+    """Turn a possibly negative dim into 0..ndim-1, raising PyTorch's IndexError if out of range."""
+    low, high = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    if not low <= dim <= high:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{low}, {high}], but got {dim})"
+        )
+    return dim % max(ndim, 1)
+
+
+def as_shape(args: Sequence[Any]) -> Shape:
+    """Accept a shape given as ints or as one tuple/list: f(2, 3) or f((2, 3))."""
+    if len(args) == 1 and isinstance(args[0], list | tuple):
+        args = args[0]
+    shape = tuple(int(s) for s in args)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"negative dimension in shape {shape}")
+    return shape
+
+
+def numel_of(shape: Sequence[int]) -> int:
+    """The number of cells in a tensor of `shape`."""
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+class TensorData:
+    """A view of a flat storage buffer: where each cell of `shape` lives.
+
+    Cell `index` lives at `storage[offset + sum(index[i] * strides[i])]`. Views
+    (permute, slice, expand, view) make new TensorData over the same storage.
+    """
+
+    __slots__ = ("_storage", "shape", "strides", "offset", "size", "_shape", "_strides")
+
+    def __init__(
+        self,
+        storage: Any,
+        shape: Sequence[int],
+        strides: Sequence[int] | None = None,
+        offset: int = 0,
+    ) -> None:
+        self._storage = storage
+        self.shape: Shape = tuple(int(s) for s in shape)
+        self.strides: Strides = (
+            strides_from_shape(self.shape) if strides is None else tuple(int(s) for s in strides)
+        )
+        if len(self.strides) != len(self.shape):
+            raise ValueError(f"strides {self.strides} do not match shape {self.shape}")
+        self.offset = int(offset)
+        self.size = numel_of(self.shape)
+        self._shape = np.array(self.shape, dtype=np.int64)
+        self._strides = np.array(self.strides, dtype=np.int64)
+
+    @property
+    def storage(self) -> Any:
+        """The buffer as kernels see it: starting at this view's first cell."""
+        return self._storage[self.offset :] if self.offset else self._storage
+
+    @property
+    def base(self) -> Any:
+        """The whole underlying buffer, shared by every view of it."""
+        return self._storage
+
+    @property
+    def dims(self) -> int:
+        """The number of dimensions."""
+        return len(self.shape)
+
+    def tuple(self) -> tuple[Any, Index, Index]:
+        """The (storage, shape, strides) triple of the kernel contract."""
+        return self.storage, self._shape, self._strides
+
+    def is_contiguous(self) -> bool:
+        """True when cells are laid out in row-major order without gaps."""
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self.strides), strict=True):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def index(self, index: Sequence[int]) -> int:
+        """The storage position of one cell, with bounds checked."""
+        if len(index) != len(self.shape):
+            raise IndexError(f"index {tuple(index)} must have {len(self.shape)} entries")
+        for i, (x, s) in enumerate(zip(index, self.shape, strict=True)):
+            if not 0 <= x < s:
+                raise IndexError(f"index {x} is out of bounds for dimension {i} with size {s}")
+        return self.offset + sum(x * st for x, st in zip(index, self.strides, strict=True))
+
+    def indices(self) -> Iterator[Shape]:
+        """Every multi-index of the shape, in row-major order."""
+        return iter(np.ndindex(*self.shape)) if self.shape else iter([()])
+
+    def get(self, index: Sequence[int]) -> Any:
+        """Read one cell."""
+        return self._storage[self.index(index)]
+
+    def set(self, index: Sequence[int], value: Any) -> None:
+        """Write one cell."""
+        self._storage[self.index(index)] = value
+
+    def _view(self, shape: Sequence[int], strides: Sequence[int], offset: int) -> TensorData:
+        return TensorData(self._storage, shape, strides, offset)
+
+    # BEGIN TASK 2.1
+    def permute(self, *order: int) -> TensorData:
+        """A view with dims reordered: new dim i is old dim order[i]."""
+        n = len(self.shape)
+        dims = [normalize_dim(d, n) for d in order]
+        if len(dims) != n or sorted(dims) != list(range(n)):
+            raise RuntimeError(
+                f"permute(sparse_coo): number of dimensions in the tensor input does not match "
+                f"the length of the desired ordering of dimensions i.e. input.dim() = {n} is "
+                f"not equal to len(dims) = {len(dims)}"
+                if len(dims) != n
+                else f"permute(): dims {tuple(order)} are not a permutation of 0..{n - 1}"
+            )
+        return self._view(
+            [self.shape[d] for d in dims], [self.strides[d] for d in dims], self.offset
+        )
+
+    # END TASK 2.1
+
+    def expand(self, shape: Sequence[int]) -> TensorData:
+        """A view broadcast to `shape` (stride 0 along the expanded dims); -1 keeps a size."""
+        extra = len(shape) - len(self.shape)
+        if extra < 0:
+            raise RuntimeError(
+                f"expand: the number of sizes provided ({len(shape)}) must be greater or "
+                f"equal to the number of dimensions in the tensor ({len(self.shape)})"
+            )
+        new_shape, new_strides = [], []
+        for i, size in enumerate(shape):
+            if i < extra:
+                if size < 0:
+                    raise RuntimeError(f"expand: -1 is not allowed in a new leading dim {i}")
+                new_shape.append(size)
+                new_strides.append(0)
+                continue
+            own, stride = self.shape[i - extra], self.strides[i - extra]
+            size = own if size == -1 else size
+            if own == size:
+                new_shape.append(size)
+                new_strides.append(stride)
+            elif own == 1:
+                new_shape.append(size)
+                new_strides.append(0)
+            else:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({size}) must match the existing size "
+                    f"({own}) at non-singleton dimension {i}.  Target sizes: {list(shape)}.  "
+                    f"Tensor sizes: {list(self.shape)}"
+                )
+        return self._view(new_shape, new_strides, self.offset)
+
+    def view(self, shape: Sequence[int]) -> TensorData | None:
+        """A view with a new shape over the same cells, or None if strides do not allow it.
+
+        Works whenever each group of old dims merged or split into new dims is
+        itself laid out contiguously, as PyTorch's `view` requires.
+        """
+        if self.size == 0:
+            return self._view(shape, strides_from_shape(shape), self.offset)
+        return self._view_split(shape)
+
+    def _view_split(self, shape: Sequence[int]) -> TensorData | None:
+        # Match groups of old dims with groups of new dims of the same total size;
+        # a group of old dims can merge only if it is contiguous within itself.
+        old = [(s, st) for s, st in zip(self.shape, self.strides, strict=True) if s != 1]
+        new_strides = [0] * len(shape)
+        oi, ni = 0, 0
+        while oi < len(old) or ni < len(shape):
+            if ni < len(shape) and shape[ni] == 1:
+                new_strides[ni] = 0
+                ni += 1
+                continue
+            if oi >= len(old) or ni >= len(shape):
+                return None
+            o_end, n_end = oi + 1, ni + 1
+            o_size, n_size = old[oi][0], shape[ni]
+            while o_size != n_size:
+                if o_size < n_size:
+                    if o_end >= len(old) or old[o_end - 1][1] != old[o_end][1] * old[o_end][0]:
+                        return None
+                    o_size *= old[o_end][0]
+                    o_end += 1
+                else:
+                    if n_end >= len(shape):
+                        return None
+                    n_size *= shape[n_end]
+                    n_end += 1
+            stride = old[o_end - 1][1]
+            for k in range(n_end - 1, ni - 1, -1):
+                new_strides[k] = stride
+                stride *= shape[k]
+            oi, ni = o_end, n_end
+        return self._view(shape, new_strides, self.offset)
+
+    def select(self, dim: int, index: int) -> TensorData:
+        """The view at `index` along `dim`, with that dim removed."""
+        size = self.shape[dim]
+        if not -size <= index < size:
+            raise IndexError(
+                f"index {index} is out of bounds for dimension {dim} with size {size}"
+            )
+        index %= size
+        return self._view(
+            self.shape[:dim] + self.shape[dim + 1 :],
+            self.strides[:dim] + self.strides[dim + 1 :],
+            self.offset + index * self.strides[dim],
+        )
+
+    def narrow(self, dim: int, key: slice) -> TensorData:
+        """The view of `key` (a slice with a positive step) along `dim`."""
+        if key.step is not None and key.step <= 0:
+            raise ValueError("step must be greater than zero")
+        start, stop, step = key.indices(self.shape[dim])
+        length = max(0, (stop - start + step - 1) // step)
+        shape = list(self.shape)
+        strides = list(self.strides)
+        shape[dim] = length
+        strides[dim] = self.strides[dim] * step
+        offset = self.offset + (start * self.strides[dim] if length else 0)
+        return self._view(shape, strides, offset)
+
+    def insert_dim(self, dim: int) -> TensorData:
+        """A view with a new dim of size 1 before `dim`."""
+        stride = self.strides[dim] * self.shape[dim] if dim < len(self.shape) else 1
+        return self._view(
+            self.shape[:dim] + (1,) + self.shape[dim:],
+            self.strides[:dim] + (stride,) + self.strides[dim:],
+            self.offset,
+        )
+
+    def to_string(self) -> str:
+        """A short description of the layout, for debugging."""
+        return f"TensorData(shape={self.shape}, strides={self.strides}, offset={self.offset})"
+
+
+def index_view(data: TensorData, key: Any) -> TensorData:
+    """The view `data[key]` for a key of ints, slices, None and at most one Ellipsis."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    for item in items:
+        if not (
+            item is None or item is Ellipsis or isinstance(item, slice) or _is_int_index(item)
+        ):
+            raise TypeError(
+                f"only integers, slices (`:`), ellipsis (`...`) and None are valid indices "
+                f"(got {type(item).__name__})"
+            )
+    used = sum(1 for item in items if item is not None and item is not Ellipsis)
+    if items.count(Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if used > data.dims:
+        raise IndexError(
+            f"too many indices for tensor of dimension {data.dims} (got {used} for shape "
+            f"{data.shape})"
+        )
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at : at + 1] = [slice(None)] * (data.dims - used)
+    dim = 0
+    for item in items:
+        if item is None:
+            data = data.insert_dim(dim)
+            dim += 1
+        elif isinstance(item, slice):
+            data = data.narrow(dim, item)
+            dim += 1
+        else:
+            data = data.select(dim, int(item))
+    return data
+
+
+def _is_int_index(item: Any) -> bool:
+    return isinstance(item, int | np.integer) and not isinstance(item, bool)

@@ -1,0 +1,362 @@
+"""The kernel contract, the one launcher every backend shares, and the reference kernels.
+
+A backend is a class with four static kernels over raw `(storage, shape, strides)`
+triples (see `KernelSet`) plus three storage helpers. `TensorBackend` wraps one and
+does everything a kernel must not: it checks shapes, dtypes and dims, broadcasts,
+allocates the output, fills a reduction's start value and promotes matmul operands
+to 3-D. Kernels trust what they receive (Numba does not bounds-check), so every
+check happens here, before any kernel runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from . import operators
+from .tensor_data import (
+    Index,
+    TensorData,
+    broadcast_index,
+    index_to_position,
+    numel_of,
+    shape_broadcast,
+    strides_from_shape,
+    to_index,
+)
+
+Storage = Any
+
+REDUCE_OPS = {operators.ADD: 0.0, operators.MUL: 1.0, operators.MAX: -np.inf, operators.MIN: np.inf}
+
+
+class KernelSet(Protocol):
+    """The kernel contract: what a backend supplies, with these exact signatures."""
+
+    device: str
+
+    @staticmethod
+    def map(
+        op: int, out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index,
+    ) -> None:  # fmt: skip
+        """out[i] = unary(op, a[i]) for every cell i of out; `a` broadcasts to out."""
+
+    @staticmethod
+    def zip(
+        op: int, out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index,
+        b: Storage, b_shape: Index, b_strides: Index,
+    ) -> None:  # fmt: skip
+        """out[i] = binary(op, a[i], b[i]); `a` and `b` broadcast to out."""
+
+    @staticmethod
+    def reduce(
+        op: int, out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index, dim: int,
+    ) -> None:  # fmt: skip
+        """out[i] = fold of binary(op) along `dim` of a, starting from out's current value."""
+
+    @staticmethod
+    def matmul(
+        out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index,
+        b: Storage, b_shape: Index, b_strides: Index,
+    ) -> None:  # fmt: skip
+        """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] over 3-D operands; batch dims broadcast."""
+
+    @staticmethod
+    def empty(size: int, dtype: Any) -> Storage:
+        """Allocate uninitialised storage on this backend's device."""
+
+    @staticmethod
+    def from_numpy(array: np.ndarray) -> Storage:
+        """Storage on this backend's device holding a flat copy (or the array itself on CPU)."""
+
+    @staticmethod
+    def to_numpy(storage: Storage) -> np.ndarray:
+        """The storage as a host numpy array (the array itself on CPU)."""
+
+
+class TensorBackend:
+    """One kernel set behind checked, broadcasting, allocating operations on TensorData."""
+
+    def __init__(self, ops: type[KernelSet], name: str | None = None) -> None:
+        self.ops = ops
+        self.device: str = ops.device
+        self.name = name or ops.__name__
+
+    def __repr__(self) -> str:
+        return f"TensorBackend({self.name})"
+
+    # Storage
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> TensorData:
+        """A contiguous TensorData of `shape` with uninitialised cells."""
+        return TensorData(self.ops.empty(numel_of(shape), np.dtype(dtype)), shape)
+
+    def full(self, shape: tuple[int, ...], value: float, dtype: Any) -> TensorData:
+        """A contiguous TensorData of `shape` filled with `value`."""
+        host = np.full(numel_of(shape), value, dtype=np.dtype(dtype))
+        return TensorData(self.ops.from_numpy(host), shape)
+
+    def from_numpy(self, array: np.ndarray, share: bool = False) -> TensorData:
+        """A TensorData holding `array`'s cells; with `share` on CPU, over its very memory."""
+        array = np.asarray(array)
+        if share and self.device == "cpu":
+            flat = _flat_alias(array)
+            if flat is not None:
+                steps = tuple(s // array.itemsize for s in array.strides)
+                return TensorData(flat, array.shape, steps)
+        flat = np.array(array, copy=True, order="C").reshape(-1)
+        return TensorData(self.ops.from_numpy(flat), array.shape)
+
+    def to_numpy(self, data: TensorData) -> np.ndarray:
+        """The cells of `data` as a new or shared host array of its shape."""
+        if not data.is_contiguous():
+            data = self.contiguous(data)
+        host = self.ops.to_numpy(data.storage)
+        return host[: data.size].reshape(data.shape)
+
+    # The four launches
+    def map(self, op: int, a: TensorData, out: TensorData | None = None) -> TensorData:
+        """Apply unary `op` to every cell; write into `out` (a broadcast target) if given."""
+        if out is None:
+            out = self.empty(a.shape, _dtype(a))
+        else:
+            _check_writable(out)
+            _check_same_dtype("map", _dtype(out), _dtype(a))
+            if shape_broadcast(a.shape, out.shape) != out.shape:
+                raise RuntimeError(
+                    f"output with shape {out.shape} doesn't match the broadcast shape "
+                    f"{shape_broadcast(a.shape, out.shape)}"
+                )
+        if out.size:
+            self.ops.map(op, *out.tuple(), *a.tuple())
+        return out
+
+    def zip(
+        self, op: int, a: TensorData, b: TensorData, out_dtype: Any = None
+    ) -> TensorData:
+        """Apply binary `op` cell by cell to `a` and `b` broadcast together."""
+        _check_same_dtype("zip", _dtype(a), _dtype(b))
+        shape = shape_broadcast(a.shape, b.shape)
+        out = self.empty(shape, out_dtype or _dtype(a))
+        if out.size:
+            self.ops.zip(op, *out.tuple(), *a.tuple(), *b.tuple())
+        return out
+
+    def reduce(self, op: int, a: TensorData, dim: int) -> TensorData:
+        """Fold `a` along `dim` with binary `op`; the result keeps `dim` with size 1."""
+        if op not in REDUCE_OPS:
+            raise ValueError(f"op {operators.BINARY_NAMES.get(op, op)} is not a reduction")
+        if not 0 <= dim < max(a.dims, 1):
+            raise IndexError(f"reduce: dim {dim} out of range for shape {a.shape}")
+        if a.dims == 0:
+            return self.map(operators.ID, a)
+        start = REDUCE_OPS[op]
+        dtype = _dtype(a)
+        if np.issubdtype(dtype, np.integer) and np.isinf(start):
+            info = np.iinfo(dtype)
+            start = info.min if start < 0 else info.max
+        shape = a.shape[:dim] + (1,) + a.shape[dim + 1 :]
+        if a.shape[dim] == 0 and op in (operators.MAX, operators.MIN):
+            raise RuntimeError(
+                f"max/min(): Expected reduction dim {dim} to have non-zero size "
+                f"(input shape {a.shape})"
+            )
+        out = self.full(shape, start, dtype)
+        if out.size and a.size:
+            self.ops.reduce(op, *out.tuple(), *a.tuple(), dim)
+        return out
+
+    def matmul(self, a: TensorData, b: TensorData) -> TensorData:
+        """Matrix product with PyTorch's 1-D, 2-D and broadcast-batched rules."""
+        _check_same_dtype("matmul", _dtype(a), _dtype(b))
+        if a.dims == 0 or b.dims == 0:
+            raise RuntimeError(
+                f"both arguments to matmul need to be at least 1D, but they are "
+                f"{a.dims}D and {b.dims}D"
+            )
+        a3 = a.insert_dim(0) if a.dims == 1 else a
+        b3 = b.insert_dim(1) if b.dims == 1 else b
+        if a3.shape[-1] != b3.shape[-2]:
+            raise RuntimeError(
+                f"mat1 and mat2 shapes cannot be multiplied "
+                f"({_rows_cols(a3)} and {_rows_cols(b3)}): operand shapes {a.shape} @ {b.shape}"
+            )
+        try:
+            batch = shape_broadcast(a3.shape[:-2], b3.shape[:-2])
+        except RuntimeError:
+            raise RuntimeError(
+                f"matmul: batch dims of {a.shape} and {b.shape} cannot be broadcast"
+            ) from None
+        n, m = a3.shape[-2], b3.shape[-1]
+        out = self.empty((numel_of(batch), n, m), _dtype(a))
+        if out.size:
+            if a3.shape[-1] == 0:
+                out = self.full(out.shape, 0, _dtype(a))
+            else:
+                lhs, rhs = self._as_3d(a3, batch), self._as_3d(b3, batch)
+                self.ops.matmul(*out.tuple(), *lhs.tuple(), *rhs.tuple())
+        shape = batch + (n, m)
+        if a.dims == 1:
+            shape = shape[:-2] + shape[-1:]
+        if b.dims == 1:
+            shape = shape[:-1]
+        result = out.view(shape)
+        assert result is not None
+        return result
+
+    def _as_3d(self, x: TensorData, batch: tuple[int, ...]) -> TensorData:
+        """View `x` as (B, rows, cols), B = 1 (broadcast by the kernel) or numel(batch)."""
+        rows, cols = x.shape[-2:]
+        if numel_of(x.shape[:-2]) == 1:
+            return TensorData(x.base, (1, rows, cols), (0,) + x.strides[-2:], x.offset)
+        full = x.expand(batch + (rows, cols))
+        merged = full.view((numel_of(batch), rows, cols))
+        if merged is None:
+            merged = self.contiguous(full).view((numel_of(batch), rows, cols))
+        assert merged is not None
+        return merged
+
+    # Helpers built on the launches
+    def contiguous(self, a: TensorData) -> TensorData:
+        """A row-major copy of `a`."""
+        return self.map(operators.ID, a)
+
+    def copy_into(self, out: TensorData, a: TensorData) -> None:
+        """Write `a` (broadcast to out's shape) into the cells of `out`."""
+        self.map(operators.ID, a, out)
+
+
+def _flat_alias(array: np.ndarray) -> np.ndarray | None:
+    """A 1-D view of the memory `array` spans, or None if its strides do not allow one."""
+    size = array.itemsize
+    if any(st < 0 or st % size for st in array.strides):
+        return None
+    span = 1 + sum((n - 1) * (st // size) for n, st in zip(array.shape, array.strides))
+    if array.size == 0:
+        span = 0
+    return np.lib.stride_tricks.as_strided(array, shape=(span,), strides=(size,))
+
+
+def _dtype(data: TensorData) -> np.dtype[Any]:
+    return np.dtype(data.base.dtype)
+
+
+def _rows_cols(x: TensorData) -> str:
+    return f"{x.shape[-2]}x{x.shape[-1]}"
+
+
+def _check_same_dtype(what: str, first: Any, second: Any) -> None:
+    if first != second:
+        raise RuntimeError(f"{what}: expected both operands to have the same dtype, "
+                           f"but got {first} and {second}")  # fmt: skip
+
+
+def _check_writable(out: TensorData) -> None:
+    for size, stride in zip(out.shape, out.strides, strict=True):
+        if size > 1 and stride == 0:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor "
+                f"refers to a single memory location (shape {out.shape}, strides "
+                f"{out.strides}). Please clone() the tensor before performing the operation."
+            )
+
+
+# BEGIN TASK 2.3
+
+
+class SimpleOps:
+    """The pure-Python reference kernels: slow, obvious, and the specification."""
+
+    device = "cpu"
+
+    @staticmethod
+    def map(
+        op: int, out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index,
+    ) -> None:  # fmt: skip
+        """For each out cell i: out[i] = unary(op, a[broadcast(i)])."""
+        out_index = np.zeros(len(out_shape), dtype=np.int64)
+        a_index = np.zeros(len(a_shape), dtype=np.int64)
+        for ordinal in range(int(np.prod(out_shape))):
+            to_index(ordinal, out_shape, out_index)
+            broadcast_index(out_index, out_shape, a_shape, a_index)
+            value = a[index_to_position(a_index, a_strides)]
+            out[index_to_position(out_index, out_strides)] = operators.unary(op, value)
+
+    @staticmethod
+    def zip(
+        op: int, out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index,
+        b: Storage, b_shape: Index, b_strides: Index,
+    ) -> None:  # fmt: skip
+        """For each out cell i: out[i] = binary(op, a[broadcast(i)], b[broadcast(i)])."""
+        out_index = np.zeros(len(out_shape), dtype=np.int64)
+        a_index = np.zeros(len(a_shape), dtype=np.int64)
+        b_index = np.zeros(len(b_shape), dtype=np.int64)
+        for ordinal in range(int(np.prod(out_shape))):
+            to_index(ordinal, out_shape, out_index)
+            broadcast_index(out_index, out_shape, a_shape, a_index)
+            broadcast_index(out_index, out_shape, b_shape, b_index)
+            x = a[index_to_position(a_index, a_strides)]
+            y = b[index_to_position(b_index, b_strides)]
+            out[index_to_position(out_index, out_strides)] = operators.binary(op, x, y)
+
+    @staticmethod
+    def reduce(
+        op: int, out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index, dim: int,
+    ) -> None:  # fmt: skip
+        """For each out cell i: out[i] = fold(binary(op), a[i with dim = 0..n-1], out[i])."""
+        out_index = np.zeros(len(out_shape), dtype=np.int64)
+        for ordinal in range(int(np.prod(out_shape))):
+            to_index(ordinal, out_shape, out_index)
+            position = index_to_position(out_index, out_strides)
+            acc = out[position]
+            for k in range(a_shape[dim]):
+                out_index[dim] = k
+                acc = operators.binary(op, acc, a[index_to_position(out_index, a_strides)])
+            out[position] = acc
+
+    @staticmethod
+    def matmul(
+        out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index,
+        b: Storage, b_shape: Index, b_strides: Index,
+    ) -> None:  # fmt: skip
+        """For n, i, j: out[n, i, j] = sum_k a[n, i, k] * b[n, k, j]; size-1 batches broadcast."""
+        a_batch = a_strides[0] if a_shape[0] > 1 else 0
+        b_batch = b_strides[0] if b_shape[0] > 1 else 0
+        for n in range(out_shape[0]):
+            for i in range(out_shape[1]):
+                for j in range(out_shape[2]):
+                    acc = 0.0
+                    for k in range(a_shape[2]):
+                        acc += (
+                            a[n * a_batch + i * a_strides[1] + k * a_strides[2]]
+                            * b[n * b_batch + k * b_strides[1] + j * b_strides[2]]
+                        )
+                    out[n * out_strides[0] + i * out_strides[1] + j * out_strides[2]] = acc
+
+    @staticmethod
+    def empty(size: int, dtype: Any) -> Storage:
+        """Uninitialised host storage."""
+        return np.empty(size, dtype=dtype)
+
+    @staticmethod
+    def from_numpy(array: np.ndarray) -> Storage:
+        """The flat host array itself: CPU storage is a numpy array."""
+        return array
+
+    @staticmethod
+    def to_numpy(storage: Storage) -> np.ndarray:
+        """The host storage itself."""
+        return np.asarray(storage)
+
+
+# END TASK 2.3
+
+__all__ = ["KernelSet", "SimpleOps", "TensorBackend", "REDUCE_OPS", "strides_from_shape"]

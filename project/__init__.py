@@ -1,0 +1,1 @@
+"""Training scripts and the app built on minifw (minifw never imports this package)."""

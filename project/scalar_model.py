@@ -1,0 +1,135 @@
+"""A multi-layer perceptron built from Scalars, and its training loop (course task 1.5).
+
+`train_scalar` reports through a callback, so the command line (`run_scalar.py`),
+the tests and the app share one loop.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+
+from minifw.autodiff import no_grad
+from minifw.datasets import PointSet
+from minifw.nn import Module, Parameter
+from minifw.scalar import Scalar
+
+LogFn = Callable[[int, float, float, float], None]
+
+
+class ScalarLinear(Module):
+    """y_j = b_j + sum_i w_ij x_i, one Scalar parameter per weight and bias.
+
+    Weights and biases start uniform in +-1/sqrt(in_size), as PyTorch's Linear does.
+    """
+
+    def __init__(self, in_size: int, out_size: int, rng: random.Random) -> None:
+        super().__init__()
+        self.in_size, self.out_size = in_size, out_size
+        bound = 1.0 / math.sqrt(in_size)
+        self.weights: list[list[Parameter]] = []
+        self.biases: list[Parameter] = []
+        for j in range(out_size):
+            row = []
+            for i in range(in_size):
+                row.append(Parameter(Scalar(rng.uniform(-bound, bound))))
+                self.register_parameter(f"weight_{j}_{i}", row[-1])
+            self.weights.append(row)
+            self.biases.append(Parameter(Scalar(rng.uniform(-bound, bound))))
+            self.register_parameter(f"bias_{j}", self.biases[-1])
+
+    def forward(self, inputs: Sequence[Scalar | float]) -> list[Scalar]:
+        """Return the out_size outputs for one input point."""
+        outputs = []
+        for row, bias in zip(self.weights, self.biases, strict=True):
+            acc = bias.value
+            for w, x in zip(row, inputs, strict=True):
+                acc = acc + w.value * x
+            outputs.append(acc)
+        return outputs
+
+    def extra_repr(self) -> str:
+        return f"in_size={self.in_size}, out_size={self.out_size}"
+
+
+class ScalarMLP(Module):
+    """Linear layers of the given sizes with ReLU between them (none after the last)."""
+
+    def __init__(self, sizes: Sequence[int], seed: int = 0) -> None:
+        super().__init__()
+        rng = random.Random(seed)
+        self.layers = [
+            ScalarLinear(sizes[k], sizes[k + 1], rng) for k in range(len(sizes) - 1)
+        ]
+        for k, layer in enumerate(self.layers):
+            self.add_module(f"layer{k + 1}", layer)
+
+    def forward(self, point: Sequence[Scalar | float]) -> list[Scalar]:
+        """Return the last layer's outputs for one input point."""
+        hidden: Sequence[Scalar | float] = point
+        for layer in self.layers[:-1]:
+            hidden = [h.relu() for h in layer(hidden)]
+        return self.layers[-1](hidden)  # type: ignore[no-any-return]
+
+
+def sgd_step(model: Module, lr: float) -> None:
+    """Move every parameter against its gradient and clear the gradient."""
+    for param in model.parameters():
+        value = param.value
+        if value.grad is not None:
+            value.data -= lr * value.grad
+            value.grad = None
+
+
+def epoch_loss(model: ScalarMLP, data: PointSet) -> tuple[Scalar, int]:
+    """Mean binary cross-entropy over the set (as one graph) and the count of hits.
+
+    The model's single output z is a logit: P(y = 1) = sigmoid(z).
+    """
+    total = Scalar(0.0, requires_grad=False)
+    correct = 0
+    for point, label in zip(data.X, data.y, strict=True):
+        (z,) = model(point)
+        p_true = z.sigmoid() if label == 1 else (-z).sigmoid()
+        total = total - p_true.log()
+        correct += int((z.data > 0.0) == (label == 1))
+    return total / data.n, correct
+
+
+def train_scalar(
+    dataset: PointSet,
+    hidden: int = 2,
+    lr: float = 0.5,
+    epochs: int = 500,
+    log_fn: LogFn | None = None,
+    seed: int = 0,
+) -> ScalarMLP:
+    """Train a 2-hidden-hidden-1 Scalar MLP on `dataset` with full-batch SGD.
+
+    After each epoch, `log_fn(epoch, loss, accuracy, seconds)` receives the epoch
+    number (from 1), the mean loss, the fraction classified correctly (both measured
+    during that epoch's forward pass) and the epoch's wall time. Returns the model.
+    """
+    if hidden < 1 or epochs < 0 or lr <= 0.0:
+        raise ValueError(f"need hidden >= 1, epochs >= 0 and lr > 0; got {hidden}, {epochs}, {lr}")
+    model = ScalarMLP([2, hidden, hidden, 1], seed=seed)
+    for epoch in range(1, epochs + 1):
+        start = time.perf_counter()
+        loss, correct = epoch_loss(model, dataset)
+        loss.backward()
+        sgd_step(model, lr)
+        if log_fn is not None:
+            log_fn(epoch, loss.data, correct / dataset.n, time.perf_counter() - start)
+    return model
+
+
+def accuracy(model: ScalarMLP, data: PointSet) -> float:
+    """The fraction of `data` that `model` classifies correctly."""
+    hits = 0
+    with no_grad():
+        for point, label in zip(data.X, data.y, strict=True):
+            (z,) = model(point)
+            hits += int((z.data > 0.0) == (label == 1))
+    return hits / data.n

@@ -1,0 +1,43 @@
+"""Shared test setup: hypothesis profiles, task markers and the backend fixture."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from minifw.course.tasks import COURSE_TASKS
+
+settings.register_profile(
+    "dev", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "ci",
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "cudasim", max_examples=8, deadline=None, suppress_health_check=list(HealthCheck)
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for task in COURSE_TASKS:
+        marker = "task" + task.replace(".", "_")
+        config.addinivalue_line("markers", f"{marker}: course task {task}")
+    config.addinivalue_line("markers", "slow: training runs and app smoke tests (run in CI)")
+
+
+@pytest.fixture(params=["simple", "fast", "cuda"])
+def backend(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Each backend in turn; one that cannot run here is skipped with the reason."""
+    from minifw.backends import cuda_available, get_backend
+
+    if request.param == "cuda" and not cuda_available():
+        pytest.skip("cuda backend: no CUDA GPU here and NUMBA_ENABLE_CUDASIM=1 is not set")
+    return get_backend(request.param)
