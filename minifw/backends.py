@@ -52,7 +52,9 @@ def set_default_backend(name: str) -> None:
 def default_backend(device: str = "cpu") -> TensorBackend:
     """The backend new tensors on `device` use."""
     if device not in _defaults:
-        raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {device}")
+        raise RuntimeError(
+            f"Expected one of cpu, cuda device type at start of device string: {device}"
+        )
     return get_backend(_defaults[device])
 
 

@@ -8,17 +8,17 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
-from . import tensor_functions as F
 from .random import generator
-from .tensor import Tensor, _backend_for, tensor
+from .tensor import Tensor, backend_for, tensor
 from .tensor_data import as_shape, normalize_dim
+from .tensor_views import Cat, Where
 
 
 def _make(
     values: np.ndarray, requires_grad: bool, dtype: Any, device: str | None, backend: Any
 ) -> Tensor:
     kind = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    chosen = _backend_for(device, backend)
+    chosen = backend_for(device, backend)
     out = Tensor(chosen.from_numpy(values.astype(kind.numpy, copy=False)), chosen)
     return out.requires_grad_(True) if requires_grad else out
 
@@ -49,25 +49,27 @@ def empty(*shape: Any, **options: Any) -> Tensor:
     return zeros(*shape, **options)
 
 
+def _like(t: Tensor, options: dict[str, Any]) -> dict[str, Any]:
+    """Options defaulting to t's dtype and device (and its backend, unless moved)."""
+    options.setdefault("dtype", t.dtype)
+    if options.get("device") is None and options.get("backend") is None:
+        options["backend"] = t.backend
+    return options
+
+
 def zeros_like(t: Tensor, **options: Any) -> Tensor:
     """Zeros with t's shape, dtype and device."""
-    options.setdefault("dtype", t.dtype)
-    options.setdefault("device", t.device)
-    return zeros(t.shape, **options)
+    return zeros(t.shape, **_like(t, options))
 
 
 def ones_like(t: Tensor, **options: Any) -> Tensor:
     """Ones with t's shape, dtype and device."""
-    options.setdefault("dtype", t.dtype)
-    options.setdefault("device", t.device)
-    return ones(t.shape, **options)
+    return ones(t.shape, **_like(t, options))
 
 
 def full_like(t: Tensor, fill_value: float, **options: Any) -> Tensor:
     """`fill_value` everywhere, with t's shape, dtype and device."""
-    options.setdefault("dtype", t.dtype)
-    options.setdefault("device", t.device)
-    return full(t.shape, fill_value, **options)
+    return full(t.shape, fill_value, **_like(t, options))
 
 
 def rand(*shape: Any, **options: Any) -> Tensor:
@@ -82,9 +84,23 @@ def randn(*shape: Any, **options: Any) -> Tensor:
     return _make(values, **_options(options))
 
 
-def randint(low: int, high: int, size: Sequence[int], **options: Any) -> Tensor:
-    """Integers drawn uniformly from [low, high) as int64."""
-    values = generator().integers(low, high, size=tuple(size))
+def randint(*args: Any, **options: Any) -> Tensor:
+    """Integers drawn uniformly from [low, high) as int64.
+
+    Called as `randint(high, size)` or `randint(low, high, size)`, like PyTorch.
+    """
+    if "size" in options:
+        args = (*args, options.pop("size"))
+    if len(args) == 2:
+        args = (0, *args)
+    if len(args) != 3:
+        raise TypeError("randint() expects (high, size) or (low, high, size)")
+    low, high, size = args
+    if int(high) <= int(low):
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
+    values = generator().integers(int(low), int(high), size=as_shape(size))
     options.setdefault("dtype", dtypes.int64)
     return _make(values, **_options(options))
 
@@ -141,7 +157,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
             f"can't convert np.ndarray of type {array.dtype}: minifw supports float64, "
             f"float32 and int64"
         )
-    backend = _backend_for("cpu", None)
+    backend = backend_for("cpu", None)
     return Tensor(backend.from_numpy(array, share=True), backend)
 
 
@@ -151,20 +167,29 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     if not items:
         raise RuntimeError("cat(): expected a non-empty list of Tensors")
     first = items[0]
+    if first.dim() == 0:
+        raise RuntimeError(
+            "zero-dimensional tensor (at position 0) cannot be concatenated; use mf.stack"
+        )
     d = normalize_dim(dim, first.dim())
     for i, t in enumerate(items):
-        if t.dim() != first.dim() or any(
-            a != b for k, (a, b) in enumerate(zip(t.shape, first.shape, strict=True)) if k != d
-        ):
+        if t.dim() != first.dim():
             raise RuntimeError(
-                f"Sizes of tensors must match except in dimension {d}. Expected shape like "
-                f"{first.shape} but got {t.shape} for tensor number {i} in the list."
+                f"Tensors must have same number of dimensions: got {first.dim()} and {t.dim()} "
+                f"(shapes {first.shape} and {t.shape} at positions 0 and {i})"
             )
+        for k, (a, b) in enumerate(zip(first.shape, t.shape, strict=True)):
+            if k != d and a != b:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size {a} "
+                    f"but got size {b} for tensor number {i} in the list (shapes "
+                    f"{first.shape} and {t.shape})."
+                )
     dtype = first.dtype
     for t in items[1:]:
         dtype = dtypes.promote(dtype, t.dtype)
     items = [first._operand(t).to(dtype) for t in items]
-    return F.Cat.apply(d, *items)  # type: ignore[no-any-return]
+    return Cat.apply(d, *items)
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -183,15 +208,25 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def where(condition: Tensor, input: Any, other: Any) -> Tensor:  # noqa: A002 - PyTorch's name
-    """`input` where condition is nonzero, else `other` (all broadcast together)."""
-    a = condition._operand(input) if not isinstance(input, Tensor) else input
+    """`input` where condition is nonzero, else `other` (all broadcast together).
+
+    `condition` is usually a comparison result (0./1. in minifw); any nonzero counts.
+    """
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where(): condition must be a Tensor, got {type(condition).__name__}")
+    if isinstance(input, Tensor):
+        a = condition._operand(input)
+    elif isinstance(other, Tensor):
+        a = other._operand(input)
+    else:
+        a = tensor(input, backend=condition.backend)
     b = a._operand(other)
     dtype = dtypes.promote(a.dtype, b.dtype)
-    return F.Where.apply(condition.detach(), a.to(dtype), b.to(dtype))  # type: ignore[no-any-return]
+    return Where.apply(condition.detach(), a.to(dtype), b.to(dtype))
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
-    """a @ b."""
+    """A @ b."""
     return a @ b
 
 
@@ -216,7 +251,7 @@ def relu(t: Tensor) -> Tensor:
 
 
 def tanh(t: Tensor) -> Tensor:
-    """tanh cell by cell."""
+    """Tanh cell by cell."""
     return t.tanh()
 
 

@@ -6,19 +6,21 @@ The index helpers of `tensor_data.py` and the scalar functions of `operators.py`
 are recompiled unchanged as device functions, so every kernel computes exactly
 what the reference kernels of `tensor_ops.SimpleOps` compute.
 
-The launchers (`cuda_map`, ...) check what the kernels trust (dims, dtypes,
-devices, that every index stays inside its buffer), copy shapes and strides to
-the device (cached) and pick the launch sizes. Under `NUMBA_ENABLE_CUDASIM=1` the
-same kernels run on the CPU in Numba's simulator, slowly.
+`CudaOps`' methods check what the kernels trust (dims, dtypes, devices, that every
+index stays inside its buffer), copy shapes and strides to the device (cached) and
+pick the launch sizes. Under `NUMBA_ENABLE_CUDASIM=1` the same kernels run on the
+CPU in Numba's simulator, slowly.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
+import numba.cuda
 import numpy as np
-from numba import cuda, from_dtype, int64
+from numba import from_dtype, int64
 
 from . import operators, tensor_data
 from ._jit import compile_functions
@@ -32,7 +34,15 @@ REDUCE_THREADS = 256  # most threads per reduce block: the size of its shared bu
 TILE = 32  # matmul tile side: a TILE x TILE block of threads per TILE x TILE block of out
 SMALL_TILE = 8  # matmul tile used when the whole output fits in one SMALL_TILE tile
 INDEX_CACHE_SIZE = 1024  # distinct shapes / strides kept on the device
+# numba.cuda is not typed for mypy (its names depend on NUMBA_ENABLE_CUDASIM): one Any alias.
+cuda: Any = numba.cuda
 DTYPES = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64))
+
+
+def cuda_kernel(fn: Callable[..., None]) -> Any:
+    """Compile `fn` as a CUDA kernel: `numba.cuda.jit` with a type mypy can follow."""
+    return cuda.jit(fn)
+
 
 _dev = compile_functions(
     [operators, tensor_data],
@@ -53,7 +63,7 @@ index_to_position = _dev.index_to_position
 # BEGIN TASK 3.3
 
 
-@cuda.jit
+@cuda_kernel
 def map_kernel(
     op: int, out: Any, out_shape: Any, out_strides: Any,
     a: Any, a_shape: Any, a_strides: Any, size: int, dense: bool,
@@ -80,7 +90,7 @@ def map_kernel(
             out[index_to_position(out_strides, out_index)] = unary(op, value)
 
 
-@cuda.jit
+@cuda_kernel
 def zip_kernel(
     op: int, out: Any, out_shape: Any, out_strides: Any,
     a: Any, a_shape: Any, a_strides: Any,
@@ -116,7 +126,7 @@ def make_reduce_kernel(dtype: np.dtype[Any]) -> Any:
     """Compile the reduce kernel whose shared-memory buffer holds `dtype` values."""
     shared_type = from_dtype(dtype)
 
-    @cuda.jit
+    @cuda_kernel
     def reduce_kernel(
         op: int, out: Any, out_shape: Any, out_strides: Any,
         a: Any, a_shape: Any, a_strides: Any, dim: int, out_size: int,
@@ -170,7 +180,7 @@ def make_matmul_kernel(tile: int, dtype: np.dtype[Any]) -> Any:
     shared_type = from_dtype(dtype)
     zero = dtype.type(0)
 
-    @cuda.jit
+    @cuda_kernel
     def matmul_kernel(
         out: Any, out_shape: Any, out_strides: Any,
         a: Any, a_shape: Any, a_strides: Any,
@@ -221,125 +231,13 @@ def make_matmul_kernel(tile: int, dtype: np.dtype[Any]) -> Any:
 # END TASK 3.4
 
 
-def cuda_map(
-    op: int, out: Any, out_shape: Index, out_strides: Index,
-    a: Any, a_shape: Index, a_strides: Index,
-) -> None:  # fmt: skip
-    """Launch `map_kernel`: out[i] = unary(op, a[i]), `a` broadcast to out."""
-    size = _check_out("map", out, out_shape, out_strides)
-    _check_input("map", "a", a, a_shape, a_strides, out_shape)
-    if size == 0:
-        return
-    dense = _dense(out_shape, out_strides) and _same(out_shape, out_strides, a_shape, a_strides)
-    blocks, threads = _grid_1d(size)
-    map_kernel[blocks, threads](
-        op, out, _to_device(out_shape), _to_device(out_strides),
-        a, _to_device(a_shape), _to_device(a_strides), size, dense,
-    )  # fmt: skip
-
-
-def cuda_zip(
-    op: int, out: Any, out_shape: Index, out_strides: Index,
-    a: Any, a_shape: Index, a_strides: Index,
-    b: Any, b_shape: Index, b_strides: Index,
-) -> None:  # fmt: skip
-    """Launch `zip_kernel`: out[i] = binary(op, a[i], b[i]), both broadcast to out."""
-    size = _check_out("zip", out, out_shape, out_strides)
-    _check_input("zip", "a", a, a_shape, a_strides, out_shape)
-    _check_input("zip", "b", b, b_shape, b_strides, out_shape)
-    if size == 0:
-        return
-    dense = (
-        _dense(out_shape, out_strides)
-        and _same(out_shape, out_strides, a_shape, a_strides)
-        and _same(out_shape, out_strides, b_shape, b_strides)
-    )
-    blocks, threads = _grid_1d(size)
-    zip_kernel[blocks, threads](
-        op, out, _to_device(out_shape), _to_device(out_strides),
-        a, _to_device(a_shape), _to_device(a_strides),
-        b, _to_device(b_shape), _to_device(b_strides), size, dense,
-    )  # fmt: skip
-
-
-def cuda_reduce(
-    op: int, out: Any, out_shape: Index, out_strides: Index,
-    a: Any, a_shape: Index, a_strides: Index, dim: int, threads: int | None = None,
-) -> None:  # fmt: skip
-    """Launch the reduce kernel: fold `a` along `dim` into out, starting from out's values.
-
-    Args:
-        op: the binary op code to fold with (ADD, MUL, MAX, MIN).
-        out: device storage of the result; size 1 along `dim`, pre-filled with the start.
-        out_shape: shape of out.
-        out_strides: strides of out.
-        a: device storage of the input.
-        a_shape: shape of a.
-        a_strides: strides of a.
-        dim: the dim of `a` to fold.
-        threads: threads per block, a power of two up to REDUCE_THREADS; by default the
-            smallest power of two covering the reduced length (at most REDUCE_THREADS).
-    """
-    size = _check_out("reduce", out, out_shape, out_strides)
-    _check_input("reduce", "a", a, a_shape, a_strides, out_shape, dim)
-    _check_dtype("reduce", "out", out, np.dtype(a.dtype))
-    if size == 0 or a_shape[dim] == 0:
-        return
-    if threads is None:
-        threads = min(REDUCE_THREADS, 1 << (int(a_shape[dim]) - 1).bit_length())
-    elif not 1 <= threads <= REDUCE_THREADS or threads & (threads - 1):
-        raise ValueError(f"reduce: threads={threads} is not a power of two in 1..{REDUCE_THREADS}")
-    kernel = make_reduce_kernel(np.dtype(out.dtype))
-    kernel[min(size, MAX_BLOCKS), threads](
-        op, out, _to_device(out_shape), _to_device(out_strides),
-        a, _to_device(a_shape), _to_device(a_strides), dim, size,
-    )  # fmt: skip
-
-
-def cuda_matmul(
-    out: Any, out_shape: Index, out_strides: Index,
-    a: Any, a_shape: Index, a_strides: Index,
-    b: Any, b_shape: Index, b_strides: Index, tile: int | None = None,
-) -> None:  # fmt: skip
-    """Launch the tiled matmul kernel on 3-D operands: out[n] = a[n] @ b[n].
-
-    Args:
-        out: device storage of the (batch, rows, cols) result.
-        out_shape: shape of out.
-        out_strides: strides of out.
-        a: device storage of the (batch or 1, rows, inner) left operand.
-        a_shape: shape of a.
-        a_strides: strides of a.
-        b: device storage of the (batch or 1, inner, cols) right operand.
-        b_shape: shape of b.
-        b_strides: strides of b.
-        tile: the tile side (1..32); by default SMALL_TILE when out's rows and cols
-            both fit in one such tile, else TILE.
-    """
-    _check_matmul_shapes(out_shape, a_shape, b_shape)
-    _check_out("matmul", out, out_shape, out_strides)
-    _check_input("matmul", "a", a, a_shape, a_strides, a_shape)
-    _check_input("matmul", "b", b, b_shape, b_strides, b_shape)
-    dtype = np.dtype(out.dtype)
-    _check_dtype("matmul", "a", a, dtype)
-    _check_dtype("matmul", "b", b, dtype)
-    batch, rows, cols = (int(s) for s in out_shape)
-    if tile is None:
-        tile = SMALL_TILE if max(rows, cols) <= SMALL_TILE else TILE
-    elif not 1 <= tile <= 32:
-        raise ValueError(f"matmul: tile={tile} must lie in 1..32 (at most 1024 threads a block)")
-    if batch * rows * cols == 0 or a_shape[2] == 0:
-        return
-    grid = (-(-cols // tile), min(-(-rows // tile), MAX_GRID_YZ), min(batch, MAX_GRID_YZ))
-    make_matmul_kernel(tile, dtype)[grid, (tile, tile)](
-        out, _to_device(out_shape), _to_device(out_strides),
-        a, _to_device(a_shape), _to_device(a_strides),
-        b, _to_device(b_shape), _to_device(b_strides),
-    )  # fmt: skip
-
-
 class CudaOps:
-    """The kernel contract on a CUDA GPU: storage is a Numba device array."""
+    """The kernel contract on a CUDA GPU: storage is a Numba device array.
+
+    `map`, `zip`, `reduce` and `matmul` have the positional signatures of
+    `tensor_ops.KernelSet`: each checks what its kernel trusts, copies shapes and
+    strides to the device (cached), picks the launch sizes and launches.
+    """
 
     device = "cuda"
 
@@ -348,8 +246,17 @@ class CudaOps:
         op: int, out: Any, out_shape: Index, out_strides: Index,
         a: Any, a_shape: Index, a_strides: Index,
     ) -> None:  # fmt: skip
-        """out[i] = unary(op, a[i]) for every cell i of out; `a` broadcasts to out."""
-        cuda_map(op, out, out_shape, out_strides, a, a_shape, a_strides)
+        """Check, then launch `map_kernel`: out[i] = unary(op, a[i]), `a` broadcast to out."""
+        size = _check_layout("map", "out", out, out_shape, out_strides)
+        _check_input("map", "a", a, a_shape, a_strides, out_shape)
+        if size == 0:
+            return
+        dense = _dense(out_shape, out_strides, (a_shape, a_strides))
+        blocks, threads = _grid_1d(size)
+        map_kernel[blocks, threads](
+            op, out, _to_device(out_shape), _to_device(out_strides),
+            a, _to_device(a_shape), _to_device(a_strides), size, dense,
+        )  # fmt: skip
 
     @staticmethod
     def zip(
@@ -357,25 +264,81 @@ class CudaOps:
         a: Any, a_shape: Index, a_strides: Index,
         b: Any, b_shape: Index, b_strides: Index,
     ) -> None:  # fmt: skip
-        """out[i] = binary(op, a[i], b[i]); `a` and `b` broadcast to out."""
-        cuda_zip(op, out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
+        """Check, then launch `zip_kernel`: out[i] = binary(op, a[i], b[i]), broadcasting."""
+        size = _check_layout("zip", "out", out, out_shape, out_strides)
+        _check_input("zip", "a", a, a_shape, a_strides, out_shape)
+        _check_input("zip", "b", b, b_shape, b_strides, out_shape)
+        if size == 0:
+            return
+        dense = _dense(out_shape, out_strides, (a_shape, a_strides), (b_shape, b_strides))
+        blocks, threads = _grid_1d(size)
+        zip_kernel[blocks, threads](
+            op, out, _to_device(out_shape), _to_device(out_strides),
+            a, _to_device(a_shape), _to_device(a_strides),
+            b, _to_device(b_shape), _to_device(b_strides), size, dense,
+        )  # fmt: skip
 
     @staticmethod
     def reduce(
         op: int, out: Any, out_shape: Index, out_strides: Index,
-        a: Any, a_shape: Index, a_strides: Index, dim: int,
+        a: Any, a_shape: Index, a_strides: Index, dim: int, threads: int | None = None,
     ) -> None:  # fmt: skip
-        """out[i] = fold of binary(op) along `dim` of a, starting from out's current value."""
-        cuda_reduce(op, out, out_shape, out_strides, a, a_shape, a_strides, dim)
+        """Check, then launch the reduce kernel: fold `a` along `dim` into out's start values.
+
+        `threads` (per block, a power of two up to REDUCE_THREADS) defaults to the
+        smallest power of two covering the reduced length, at most REDUCE_THREADS.
+        """
+        size = _check_layout("reduce", "out", out, out_shape, out_strides)
+        _check_input("reduce", "a", a, a_shape, a_strides, out_shape, dim)
+        _check_layout("reduce", "out", out, out_shape, out_strides, a.dtype)
+        if size == 0 or a_shape[dim] == 0:
+            return
+        if threads is None:
+            threads = min(REDUCE_THREADS, 1 << (int(a_shape[dim]) - 1).bit_length())
+        elif not 1 <= threads <= REDUCE_THREADS or threads & (threads - 1):
+            raise ValueError(
+                f"reduce: threads={threads} is not a power of two in 1..{REDUCE_THREADS}"
+            )
+        make_reduce_kernel(np.dtype(out.dtype))[min(size, MAX_BLOCKS), threads](
+            op, out, _to_device(out_shape), _to_device(out_strides),
+            a, _to_device(a_shape), _to_device(a_strides), dim, size,
+        )  # fmt: skip
 
     @staticmethod
     def matmul(
         out: Any, out_shape: Index, out_strides: Index,
         a: Any, a_shape: Index, a_strides: Index,
-        b: Any, b_shape: Index, b_strides: Index,
+        b: Any, b_shape: Index, b_strides: Index, tile: int | None = None,
     ) -> None:  # fmt: skip
-        """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] over 3-D operands; batch dims broadcast."""
-        cuda_matmul(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
+        """Check, then launch the tiled matmul kernel on 3-D operands: out[n] = a[n] @ b[n].
+
+        `tile` (1..32) defaults to SMALL_TILE when out's rows and cols both fit in one
+        such tile (tiny products waste no threads), else to TILE.
+        """
+        if (len(out_shape), len(a_shape), len(b_shape)) != (3, 3, 3) or (
+            _t(out_shape[1:]) != (a_shape[1], b_shape[2]) or a_shape[2] != b_shape[1]
+            or a_shape[0] not in (1, out_shape[0]) or b_shape[0] not in (1, out_shape[0])
+        ):  # fmt: skip
+            raise ValueError(f"matmul: shapes do not fit out[n] = a[n] @ b[n] on 3-D operands: "
+                             f"out {_t(out_shape)}, a {_t(a_shape)}, b {_t(b_shape)}")  # fmt: skip
+        _check_layout("matmul", "out", out, out_shape, out_strides)
+        _check_layout("matmul", "a", a, a_shape, a_strides, out.dtype)
+        _check_layout("matmul", "b", b, b_shape, b_strides, out.dtype)
+        batch, rows, cols = _t(out_shape)
+        if tile is None:
+            tile = SMALL_TILE if max(rows, cols) <= SMALL_TILE else TILE
+        elif not 1 <= tile <= 32:
+            raise ValueError(
+                f"matmul: tile={tile} must lie in 1..32 (at most 1024 threads a block)"
+            )
+        if batch * rows * cols == 0:
+            return
+        grid = (-(-cols // tile), min(-(-rows // tile), MAX_GRID_YZ), min(batch, MAX_GRID_YZ))
+        make_matmul_kernel(tile, np.dtype(out.dtype))[grid, (tile, tile)](
+            out, _to_device(out_shape), _to_device(out_strides),
+            a, _to_device(a_shape), _to_device(a_strides),
+            b, _to_device(b_shape), _to_device(b_strides),
+        )  # fmt: skip
 
     @staticmethod
     def empty(size: int, dtype: Any) -> Any:
@@ -390,7 +353,6 @@ class CudaOps:
     @staticmethod
     def to_numpy(storage: Any) -> np.ndarray:
         """A host copy of device `storage` (device to host transfer; waits for the GPU)."""
-        _check_device("to_numpy", "storage", storage)
         host: np.ndarray = storage.copy_to_host()
         return host
 
@@ -419,8 +381,11 @@ def _to_device(values: Index) -> Any:
     return device
 
 
-def _dense(shape: Index, strides: Index) -> bool:
-    """True when (shape, strides) is the row-major contiguous layout."""
+def _dense(shape: Index, strides: Index, *others: tuple[Index, Index]) -> bool:
+    """True when (shape, strides) is the row-major layout and the `others` are the same."""
+    key = (shape.tobytes(), strides.tobytes())
+    if any((s.tobytes(), st.tobytes()) != key for s, st in others):
+        return False
     expected = 1
     for i in range(len(shape) - 1, -1, -1):
         if shape[i] != 1 and strides[i] != expected:
@@ -429,51 +394,27 @@ def _dense(shape: Index, strides: Index) -> bool:
     return True
 
 
-def _same(shape: Index, strides: Index, other_shape: Index, other_strides: Index) -> bool:
-    """True when two layouts have the same shape and strides."""
-    return bool(
-        shape.tobytes() == other_shape.tobytes() and strides.tobytes() == other_strides.tobytes()
-    )
-
-
-def _check_device(what: str, name: str, storage: Any) -> None:
+def _check_layout(
+    what: str, name: str, storage: Any, shape: Index, strides: Index, dtype: Any = None
+) -> int:
+    """Check one (storage, shape, strides) triple before a launch; return its cell count."""
     if not hasattr(storage, "copy_to_host"):
-        raise TypeError(
-            f"{what}: {name} must be CUDA device storage (a Numba device array), got "
-            f"{type(storage).__name__}; move host data with CudaOps.from_numpy first"
-        )
-
-
-def _check_dtype(what: str, name: str, storage: Any, expected: np.dtype[Any]) -> None:
-    if np.dtype(storage.dtype) != expected:
+        raise TypeError(f"{what}: {name} must be CUDA device storage (a Numba device "
+                        f"array), got {type(storage).__name__}; copy it with "
+                        f"CudaOps.from_numpy")  # fmt: skip
+    if np.dtype(storage.dtype) not in DTYPES or (dtype is not None and dtype != storage.dtype):
+        expected = ", ".join(str(d) for d in DTYPES) if dtype is None else dtype
         raise TypeError(f"{what}: {name} has dtype {storage.dtype}, expected {expected}")
-
-
-def _check_layout(what: str, name: str, storage: Any, shape: Index, strides: Index) -> int:
-    """Check one (storage, shape, strides) triple; return its number of cells."""
-    _check_device(what, name, storage)
-    if np.dtype(storage.dtype) not in DTYPES:
-        raise TypeError(f"{what}: {name} has dtype {storage.dtype}; CUDA kernels take "
-                        f"{', '.join(str(d) for d in DTYPES)}")  # fmt: skip
-    if len(shape) != len(strides):
-        raise ValueError(f"{what}: {name} has shape {tuple(shape)} but strides {tuple(strides)}")
-    if len(shape) > MAX_DIMS:
-        raise ValueError(f"{what}: {name} has {len(shape)} dims (shape {tuple(shape)}); "
-                         f"CUDA kernels take at most MAX_DIMS = {MAX_DIMS}")  # fmt: skip
-    if any(s < 0 for s in shape) or any(st < 0 for st in strides):
-        raise ValueError(f"{what}: {name} has a negative size or stride: shape "
-                         f"{tuple(shape)}, strides {tuple(strides)}")  # fmt: skip
+    if len(shape) != len(strides) or len(shape) > MAX_DIMS or min([*shape, *strides, 0]) < 0:
+        raise ValueError(f"{what}: {name} has shape {_t(shape)}, strides {_t(strides)}; "
+                         f"CUDA kernels take at most MAX_DIMS = {MAX_DIMS} dims, one "
+                         f"non-negative stride per dim")  # fmt: skip
     size = int(np.prod(shape)) if len(shape) else 1
     last = sum((int(s) - 1) * int(st) for s, st in zip(shape, strides, strict=True))
     if size and last >= len(storage):
-        raise ValueError(f"{what}: {name} with shape {tuple(shape)} and strides "
-                         f"{tuple(strides)} reaches cell {last} of a storage of "
-                         f"{len(storage)} cells")  # fmt: skip
+        raise ValueError(f"{what}: {name} with shape {_t(shape)} and strides {_t(strides)} "
+                         f"reaches cell {last} of a storage of {len(storage)} cells")  # fmt: skip
     return size
-
-
-def _check_out(what: str, out: Any, shape: Index, strides: Index) -> int:
-    return _check_layout(what, "out", out, shape, strides)
 
 
 def _check_input(
@@ -482,31 +423,18 @@ def _check_input(
 ) -> None:  # fmt: skip
     """Check an input layout and that it broadcasts to out (reduce: matches but for `dim`)."""
     _check_layout(what, name, storage, shape, strides)
-    if dim is not None:
-        if len(shape) != len(out_shape) or not 0 <= dim < len(shape):
-            raise ValueError(f"{what}: cannot fold dim {dim} of shape {tuple(shape)} into "
-                             f"shape {tuple(out_shape)}")  # fmt: skip
-        if out_shape[dim] != 1 or any(
-            s != o for i, (s, o) in enumerate(zip(shape, out_shape, strict=True)) if i != dim
-        ):
-            raise ValueError(f"{what}: out shape {tuple(out_shape)} must equal the input shape "
-                             f"{tuple(shape)} with size 1 at dim {dim}")  # fmt: skip
-        return
-    extra = len(out_shape) - len(shape)
-    if extra < 0 or any(s not in (1, out_shape[i + extra]) for i, s in enumerate(shape)):
-        raise ValueError(f"{what}: {name} of shape {tuple(shape)} does not broadcast to out "
-                         f"shape {tuple(out_shape)}")  # fmt: skip
-
-
-def _check_matmul_shapes(out_shape: Index, a_shape: Index, b_shape: Index) -> None:
-    shapes = f"out {tuple(out_shape)}, a {tuple(a_shape)}, b {tuple(b_shape)}"
-    if len(out_shape) != 3 or len(a_shape) != 3 or len(b_shape) != 3:
-        raise ValueError(f"matmul: kernels take 3-D operands, got {shapes}")
-    batch = out_shape[0]
-    if (
-        a_shape[2] != b_shape[1]
-        or (out_shape[1], out_shape[2]) != (a_shape[1], b_shape[2])
-        or a_shape[0] not in (1, batch)
-        or b_shape[0] not in (1, batch)
+    if dim is None:
+        extra = len(out_shape) - len(shape)
+        if extra < 0 or any(s not in (1, out_shape[i + extra]) for i, s in enumerate(shape)):
+            raise ValueError(f"{what}: {name} of shape {_t(shape)} does not broadcast to out "
+                             f"shape {_t(out_shape)}")  # fmt: skip
+    elif not 0 <= dim < len(shape) or _t(out_shape) != _t(shape[:dim]) + (1,) + _t(
+        shape[dim + 1 :]
     ):
-        raise ValueError(f"matmul: shapes do not fit out[n] = a[n] @ b[n]: {shapes}")
+        raise ValueError(f"{what}: cannot fold dim {dim} of shape {_t(shape)} into out "
+                         f"shape {_t(out_shape)}")  # fmt: skip
+
+
+def _t(values: Index) -> tuple[int, ...]:
+    """A shape or strides array as a tuple of Python ints, for error messages."""
+    return tuple(int(v) for v in values)

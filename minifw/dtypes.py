@@ -70,7 +70,9 @@ def set_default_dtype(dtype: Any) -> None:
     """Make `dtype` (float64 or float32) the dtype of new float tensors."""
     value = as_dtype(dtype)
     if not value.is_floating_point:
-        raise TypeError(f"only floating-point types are supported as the default type, got {value}")
+        raise TypeError(
+            f"only floating-point types are supported as the default type, got {value}"
+        )
     _default[0] = value
 
 

@@ -157,13 +157,13 @@ def select(mask: float, y: float) -> float:
 
 
 def log_back(x: float, d: float) -> float:
-    """Return d * d/dx log(x) = d / x."""
-    return d / x
+    """Return d * d/dx log(x) = d / x (+-inf at 0, as PyTorch gives)."""
+    return d * inv(x)
 
 
 def inv_back(x: float, d: float) -> float:
-    """Return d * d/dx (1/x) = -d / x^2."""
-    return -d / (x * x)
+    """Return d * d/dx (1/x) = -d / x^2 (-inf at 0 for d > 0, as PyTorch gives)."""
+    return -d * inv(x * x)
 
 
 def relu_back(x: float, d: float) -> float:
@@ -189,8 +189,8 @@ def tanh_back(x: float, d: float) -> float:
 
 
 def sqrt_back(x: float, d: float) -> float:
-    """Return d * d/dx sqrt(x) = d / (2 sqrt(x))."""
-    return d / (2.0 * math.sqrt(x))
+    """Return d * d/dx sqrt(x) = d / (2 sqrt(x)) (inf at 0, nan below, as PyTorch gives)."""
+    return d * inv(2.0 * sqrt(x))
 
 
 def abs_back(x: float, d: float) -> float:
@@ -328,11 +328,12 @@ def binary(op: int, x: float, y: float) -> float:
 
 
 # The functions above that kernels call; backends recompile exactly these.
-KERNEL_FUNCTIONS = (
-    "lt gt le ge eq ne max min is_close select sigmoid relu log exp inv tanh sqrt abs pow "
-    "log_back inv_back relu_back sigmoid_back exp_back tanh_back sqrt_back abs_back "
-    "unary binary"
-).split()
+KERNEL_FUNCTIONS = [
+    *("lt", "gt", "le", "ge", "eq", "ne", "max", "min", "is_close", "select", "pow"),
+    *("sigmoid", "relu", "log", "exp", "inv", "tanh", "sqrt", "abs"),
+    *("log_back", "inv_back", "relu_back", "sigmoid_back", "exp_back", "tanh_back"),
+    *("sqrt_back", "abs_back", "unary", "binary"),
+]
 
 # BEGIN TASK 0.3
 

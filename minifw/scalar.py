@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+
 from .autodiff import History, backpropagate, central_difference
 from .scalar_functions import (
     EQ,
@@ -71,9 +72,9 @@ class Scalar:
     # ---- autograd protocol (autodiff.Variable) ----
 
     def is_leaf(self) -> bool:
-        """True for a value created by the user (it collects `.grad`), not by an op."""
+        """True for a value no op made: a user's Scalar or a constant (as in PyTorch)."""
         history = self.history
-        return history is not None and history.last_fn is None
+        return history is None or history.last_fn is None
 
     def is_constant(self) -> bool:
         """True for a value that needs no derivative (requires_grad=False)."""
@@ -109,14 +110,15 @@ class Scalar:
         d_inputs = history.last_fn.backward(history.ctx, d_output)
         if type(d_inputs) is not tuple:
             return ((history.inputs[0], d_inputs),)
-        return zip(history.inputs, d_inputs)
+        return zip(history.inputs, d_inputs, strict=True)
 
     # END TASK 1.3
 
     def accumulate_derivative(self, x: float) -> None:
         """Add `x` to this leaf's `.grad` (which starts as None)."""
-        if not self.is_leaf():
-            raise RuntimeError("only leaf Scalars accumulate a derivative")
+        history = self.history
+        if history is None or history.last_fn is not None:
+            raise RuntimeError("only leaf Scalars that require grad accumulate a derivative")
         self.grad = x if self.grad is None else self.grad + x
 
     def backward(self, d_output: float = 1.0) -> None:
@@ -215,11 +217,11 @@ class Scalar:
         return Sigmoid.apply(self)
 
     def relu(self) -> Scalar:
-        """Return max(self, 0)."""
+        """Return self where it is positive, else 0."""
         return ReLU.apply(self)
 
     def tanh(self) -> Scalar:
-        """Return tanh(self)."""
+        """Return the hyperbolic tangent of self."""
         return Tanh.apply(self)
 
     # ---- conversions ----

@@ -21,7 +21,9 @@ class ScalarLike(Protocol):
     data: float
     history: History | None
 
-    def __init__(self, data: float, history: History | None = None) -> None: ...
+    def __init__(
+        self, data: float, history: History | None = None, *, requires_grad: bool = True
+    ) -> None: ...
 
 
 S = TypeVar("S", bound=ScalarLike)
@@ -42,17 +44,21 @@ class ScalarFunction:
         a constant; otherwise it is a constant itself.
         """
         ctx = Context()
-        if len(inputs) == 2:
+        n_inputs = len(inputs)
+        if n_inputs == 2:
             a, b = inputs
             value = cls.forward(ctx, a.data, b.data)
             tracked = a.history is not None or b.history is not None
+        elif n_inputs == 1:
+            value = cls.forward(ctx, inputs[0].data)
+            tracked = inputs[0].history is not None
         else:
             value = cls.forward(ctx, *[x.data for x in inputs])
             tracked = any(x.history is not None for x in inputs)
         make = type(inputs[0])
         if tracked and is_grad_enabled():
             return make(value, History(cls, ctx, inputs))
-        return make(value, None)
+        return make(value, None, requires_grad=False)
 
 
 class Add(ScalarFunction):
@@ -87,7 +93,7 @@ class Sub(ScalarFunction):
     # BEGIN TASK 1.3
     @staticmethod
     def backward(ctx: Context, d: float) -> tuple[float, float]:
-        """a receives d, b receives -d."""
+        """The first input receives d, the second -d."""
         return d, -d
 
     # END TASK 1.3
@@ -132,8 +138,7 @@ class Div(ScalarFunction):
     def backward(ctx: Context, d: float) -> tuple[float, float]:
         """df/da = 1 / b, df/db = -a / b^2."""
         a, b = ctx.saved_tensors
-        inv_b = operators.inv(b)
-        return d * inv_b, -d * a * inv_b * inv_b
+        return operators.mul(d, operators.inv(b)), operators.inv_back(b, d * a)
 
     # END TASK 1.3
 
@@ -172,10 +177,10 @@ class Pow(ScalarFunction):
     # BEGIN TASK 1.3
     @staticmethod
     def backward(ctx: Context, d: float) -> tuple[float, float]:
-        """df/da = b * a^(b - 1), df/db = a^b * log(a)."""
+        """df/da = b * a^(b - 1), df/db = a^b * log(a) (0 for b = 0 and a = 0, as PyTorch)."""
         a, b, out = ctx.saved_tensors
-        d_a = d * b * operators.pow(a, b - 1.0) if b != 0.0 else 0.0
-        d_b = d * out * operators.log(a) if out != 0.0 else 0.0
+        d_a = 0.0 if b == 0.0 else d * b * operators.pow(a, b - 1.0)
+        d_b = 0.0 if a == 0.0 and b >= 0.0 else d * out * operators.log(a)
         return d_a, d_b
 
     # END TASK 1.3
@@ -219,7 +224,7 @@ class Log(ScalarFunction):
     def backward(ctx: Context, d: float) -> float:
         """df/da = 1 / a."""
         (a,) = ctx.saved_tensors
-        return operators.mul(d, operators.inv(a))
+        return operators.log_back(a, d)
 
     # END TASK 1.3
 
@@ -240,7 +245,7 @@ class Sigmoid(ScalarFunction):
     @staticmethod
     def backward(ctx: Context, d: float) -> float:
         """df/da = s (1 - s) with s = sigmoid(a)."""
-        (s,) = ctx.saved_tensors
+        s: float = ctx.saved_tensors[0]
         return d * s * (1.0 - s)
 
     # END TASK 1.3
@@ -283,7 +288,7 @@ class Tanh(ScalarFunction):
     @staticmethod
     def backward(ctx: Context, d: float) -> float:
         """df/da = 1 - tanh(a)^2."""
-        (t,) = ctx.saved_tensors
+        t: float = ctx.saved_tensors[0]
         return d * (1.0 - t * t)
 
     # END TASK 1.3

@@ -67,11 +67,12 @@ def shape_broadcast(shape1: Sequence[int], shape2: Sequence[int]) -> Shape:
     a = (1,) * (n - len(shape1)) + tuple(shape1)
     b = (1,) * (n - len(shape2)) + tuple(shape2)
     out = []
-    for x, y in zip(a, b, strict=True):
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
         if x != y and x != 1 and y != 1:
             raise RuntimeError(
-                f"shapes {tuple(shape1)} and {tuple(shape2)} cannot be broadcast "
-                f"(size {x} vs {y} in a dimension that is not 1)"
+                f"shapes {tuple(shape1)} and {tuple(shape2)} cannot be broadcast: the size of "
+                f"tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
+                f"dimension {i}"
             )
         out.append(y if x == 1 else x)
     return tuple(out)
@@ -84,7 +85,7 @@ KERNEL_FUNCTIONS = ["index_to_position", "to_index", "broadcast_index"]
 
 
 def normalize_dim(dim: int, ndim: int) -> int:
-    """Turn a possibly negative dim into 0..ndim-1, raising PyTorch's IndexError if out of range."""
+    """Turn a possibly negative dim into 0..ndim-1; PyTorch's IndexError if out of range."""
     low, high = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
     if not low <= dim <= high:
         raise IndexError(
@@ -115,10 +116,11 @@ class TensorData:
     """A view of a flat storage buffer: where each cell of `shape` lives.
 
     Cell `index` lives at `storage[offset + sum(index[i] * strides[i])]`. Views
-    (permute, slice, expand, view) make new TensorData over the same storage.
+    (permute, slice, expand, view) make new TensorData over the same storage and
+    share its `version` counter, which in-place writes bump (autograd checks it).
     """
 
-    __slots__ = ("_storage", "shape", "strides", "offset", "size", "_shape", "_strides")
+    __slots__ = ("_storage", "shape", "strides", "offset", "size", "_shape", "_strides", "version")
 
     def __init__(
         self,
@@ -126,6 +128,7 @@ class TensorData:
         shape: Sequence[int],
         strides: Sequence[int] | None = None,
         offset: int = 0,
+        version: list[int] | None = None,
     ) -> None:
         self._storage = storage
         self.shape: Shape = tuple(int(s) for s in shape)
@@ -138,6 +141,7 @@ class TensorData:
         self.size = numel_of(self.shape)
         self._shape = np.array(self.shape, dtype=np.int64)
         self._strides = np.array(self.strides, dtype=np.int64)
+        self.version: list[int] = [0] if version is None else version
 
     @property
     def storage(self) -> Any:
@@ -159,7 +163,9 @@ class TensorData:
         return self.storage, self._shape, self._strides
 
     def is_contiguous(self) -> bool:
-        """True when cells are laid out in row-major order without gaps."""
+        """True when cells are laid out in row-major order without gaps (always if empty)."""
+        if self.size == 0:
+            return True
         expected = 1
         for size, stride in zip(reversed(self.shape), reversed(self.strides), strict=True):
             if size != 1 and stride != expected:
@@ -189,20 +195,23 @@ class TensorData:
         self._storage[self.index(index)] = value
 
     def _view(self, shape: Sequence[int], strides: Sequence[int], offset: int) -> TensorData:
-        return TensorData(self._storage, shape, strides, offset)
+        return TensorData(self._storage, shape, strides, offset, self.version)
 
     # BEGIN TASK 2.1
     def permute(self, *order: int) -> TensorData:
         """A view with dims reordered: new dim i is old dim order[i]."""
         n = len(self.shape)
-        dims = [normalize_dim(d, n) for d in order]
-        if len(dims) != n or sorted(dims) != list(range(n)):
+        if len(order) != n:
             raise RuntimeError(
                 f"permute(sparse_coo): number of dimensions in the tensor input does not match "
                 f"the length of the desired ordering of dimensions i.e. input.dim() = {n} is "
-                f"not equal to len(dims) = {len(dims)}"
-                if len(dims) != n
-                else f"permute(): dims {tuple(order)} are not a permutation of 0..{n - 1}"
+                f"not equal to len(dims) = {len(order)}"
+            )
+        dims = [normalize_dim(d, n) for d in order]
+        if len(set(dims)) != n:
+            raise RuntimeError(
+                f"permute(): duplicate dims are not allowed (got dims {tuple(order)} for a "
+                f"tensor of shape {self.shape})"
             )
         return self._view(
             [self.shape[d] for d in dims], [self.strides[d] for d in dims], self.offset
@@ -222,7 +231,10 @@ class TensorData:
         for i, size in enumerate(shape):
             if i < extra:
                 if size < 0:
-                    raise RuntimeError(f"expand: -1 is not allowed in a new leading dim {i}")
+                    raise RuntimeError(
+                        f"The expanded size of the tensor ({size}) isn't allowed in a leading, "
+                        f"non-existing dimension {i}"
+                    )
                 new_shape.append(size)
                 new_strides.append(0)
                 continue
@@ -283,6 +295,9 @@ class TensorData:
                 new_strides[k] = stride
                 stride *= shape[k]
             oi, ni = o_end, n_end
+        for k in range(len(shape) - 1, -1, -1):
+            if shape[k] == 1:  # any stride works; use PyTorch's choice
+                new_strides[k] = new_strides[k + 1] * shape[k + 1] if k + 1 < len(shape) else 1
         return self._view(shape, new_strides, self.offset)
 
     def select(self, dim: int, index: int) -> TensorData:

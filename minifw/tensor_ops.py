@@ -28,7 +28,19 @@ from .tensor_data import (
 
 Storage = Any
 
-REDUCE_OPS = {operators.ADD: 0.0, operators.MUL: 1.0, operators.MAX: -np.inf, operators.MIN: np.inf}
+REDUCE_OPS = {
+    operators.ADD: 0.0,
+    operators.MUL: 1.0,
+    operators.MAX: -np.inf,
+    operators.MIN: np.inf,
+}
+
+# BEGIN launch hook (issue 8: profiler and graph capture, installed from layer 7)
+# None, or hook(backend, kind, op, out, inputs, dim): it must run the kernel itself
+# (kind "map", "map_into", "zip", "reduce", "matmul") or just observe ("to_host").
+# Each launch reads the slot once, so with nobody listening it costs one check.
+_launch_hook: list[Any] = [None]
+# END launch hook
 
 
 class KernelSet(Protocol):
@@ -115,15 +127,21 @@ class TensorBackend:
         """The cells of `data` as a new or shared host array of its shape."""
         if not data.is_contiguous():
             data = self.contiguous(data)
+        if _launch_hook[0] is not None:  # launch hook
+            _launch_hook[0](self, "to_host", operators.ID, data, (data,), -1)
         host = self.ops.to_numpy(data.storage)
         return host[: data.size].reshape(data.shape)
 
     # The four launches
     def map(self, op: int, a: TensorData, out: TensorData | None = None) -> TensorData:
         """Apply unary `op` to every cell; write into `out` (a broadcast target) if given."""
+        self._check_device("map", a)
+        kind = "map"  # launch hook
         if out is None:
             out = self.empty(a.shape, _dtype(a))
         else:
+            kind = "map_into"  # launch hook
+            self._check_device("map", out)
             _check_writable(out)
             _check_same_dtype("map", _dtype(out), _dtype(a))
             if shape_broadcast(a.shape, out.shape) != out.shape:
@@ -132,26 +150,36 @@ class TensorBackend:
                     f"{shape_broadcast(a.shape, out.shape)}"
                 )
         if out.size:
-            self.ops.map(op, *out.tuple(), *a.tuple())
+            hook = _launch_hook[0]
+            if hook is None:
+                self.ops.map(op, *out.tuple(), *a.tuple())
+            else:
+                hook(self, kind, op, out, (a,), -1)
         return out
 
-    def zip(
-        self, op: int, a: TensorData, b: TensorData, out_dtype: Any = None
-    ) -> TensorData:
+    def zip(self, op: int, a: TensorData, b: TensorData, out_dtype: Any = None) -> TensorData:
         """Apply binary `op` cell by cell to `a` and `b` broadcast together."""
+        self._check_device("zip", a, b)
         _check_same_dtype("zip", _dtype(a), _dtype(b))
         shape = shape_broadcast(a.shape, b.shape)
         out = self.empty(shape, out_dtype or _dtype(a))
         if out.size:
-            self.ops.zip(op, *out.tuple(), *a.tuple(), *b.tuple())
+            hook = _launch_hook[0]
+            if hook is None:
+                self.ops.zip(op, *out.tuple(), *a.tuple(), *b.tuple())
+            else:
+                hook(self, "zip", op, out, (a, b), -1)
         return out
 
     def reduce(self, op: int, a: TensorData, dim: int) -> TensorData:
         """Fold `a` along `dim` with binary `op`; the result keeps `dim` with size 1."""
+        self._check_device("reduce", a)
         if op not in REDUCE_OPS:
             raise ValueError(f"op {operators.BINARY_NAMES.get(op, op)} is not a reduction")
         if not 0 <= dim < max(a.dims, 1):
-            raise IndexError(f"reduce: dim {dim} out of range for shape {a.shape}")
+            raise IndexError(
+                f"Dimension out of range (reduce over dim {dim} of a tensor of shape {a.shape})"
+            )
         if a.dims == 0:
             return self.map(operators.ID, a)
         start = REDUCE_OPS[op]
@@ -167,11 +195,16 @@ class TensorBackend:
             )
         out = self.full(shape, start, dtype)
         if out.size and a.size:
-            self.ops.reduce(op, *out.tuple(), *a.tuple(), dim)
+            hook = _launch_hook[0]
+            if hook is None:
+                self.ops.reduce(op, *out.tuple(), *a.tuple(), dim)
+            else:
+                hook(self, "reduce", op, out, (a,), dim)
         return out
 
     def matmul(self, a: TensorData, b: TensorData) -> TensorData:
         """Matrix product with PyTorch's 1-D, 2-D and broadcast-batched rules."""
+        self._check_device("matmul", a, b)
         _check_same_dtype("matmul", _dtype(a), _dtype(b))
         if a.dims == 0 or b.dims == 0:
             raise RuntimeError(
@@ -198,7 +231,11 @@ class TensorBackend:
                 out = self.full(out.shape, 0, _dtype(a))
             else:
                 lhs, rhs = self._as_3d(a3, batch), self._as_3d(b3, batch)
-                self.ops.matmul(*out.tuple(), *lhs.tuple(), *rhs.tuple())
+                hook = _launch_hook[0]
+                if hook is None:
+                    self.ops.matmul(*out.tuple(), *lhs.tuple(), *rhs.tuple())
+                else:
+                    hook(self, "matmul", operators.MUL, out, (lhs, rhs), -1)
         shape = batch + (n, m)
         if a.dims == 1:
             shape = shape[:-2] + shape[-1:]
@@ -226,8 +263,26 @@ class TensorBackend:
         return self.map(operators.ID, a)
 
     def copy_into(self, out: TensorData, a: TensorData) -> None:
-        """Write `a` (broadcast to out's shape) into the cells of `out`."""
+        """Write `a` (broadcast to out's shape) into the cells of `out`.
+
+        When `a` reads the storage that `out` writes (`t[1:] = t[:-1]`), `a` is copied
+        first, so every cell reads the old values.
+        """
+        if a.base is out.base and a.size and out.size:
+            a = self.contiguous(a)
         self.map(operators.ID, a, out)
+
+    def _check_device(self, what: str, *datas: TensorData) -> None:
+        """Raise unless every storage lives on this backend's device."""
+        for data in datas:
+            on_host = isinstance(data.base, np.ndarray)
+            if on_host != (self.device == "cpu"):
+                found = "cpu" if on_host else "cuda"
+                raise RuntimeError(
+                    f"{what}: Expected all tensors to be on the same device, but found at "
+                    f"least two devices, {self.device} and {found}! (the {self.name} backend "
+                    f"got {type(data.base).__name__} storage of shape {data.shape})"
+                )
 
 
 def _flat_alias(array: np.ndarray) -> np.ndarray | None:
@@ -235,14 +290,17 @@ def _flat_alias(array: np.ndarray) -> np.ndarray | None:
     size = array.itemsize
     if any(st < 0 or st % size for st in array.strides):
         return None
-    span = 1 + sum((n - 1) * (st // size) for n, st in zip(array.shape, array.strides))
+    span = 1 + sum(
+        (n - 1) * (st // size) for n, st in zip(array.shape, array.strides, strict=True)
+    )
     if array.size == 0:
         span = 0
     return np.lib.stride_tricks.as_strided(array, shape=(span,), strides=(size,))
 
 
 def _dtype(data: TensorData) -> np.dtype[Any]:
-    return np.dtype(data.base.dtype)
+    dtype: np.dtype[Any] = np.dtype(data.base.dtype)
+    return dtype
 
 
 def _rows_cols(x: TensorData) -> str:

@@ -1,11 +1,15 @@
 """Tensor methods that change shape or layout: views first, copies only when needed."""
 
+# Mixin methods take `self: Tensor`; mypy cannot see that Tensor subclasses the mixin
+# (its "erased type of self" check, error code misc), so that check is off here.
+# mypy: disable-error-code="misc"
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import tensor_functions as F
-from .tensor_data import as_shape, normalize_dim, numel_of
+from .tensor_data import normalize_dim, numel_of
+from .tensor_views import Copy, Expand, Index, Permute, View
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -15,15 +19,19 @@ def infer_shape(shape: tuple[int, ...], numel: int, current: tuple[int, ...]) ->
     """Resolve one -1 in `shape` so that it holds `numel` cells, or raise PyTorch's error."""
     if list(shape).count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
+    if any(s < -1 for s in shape):
+        raise RuntimeError(f"invalid shape dimension {min(shape)} in shape {list(shape)}")
     if -1 in shape:
         known = numel_of([s for s in shape if s != -1])
         if known == 0 or numel % known:
-            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+            raise RuntimeError(
+                f"shape '{list(shape)}' is invalid for input of size {numel} "
+                f"(input shape {current})"
+            )
         shape = tuple(numel // known if s == -1 else s for s in shape)
-    if any(s < 0 for s in shape) or numel_of(shape) != numel:
+    if numel_of(shape) != numel:
         raise RuntimeError(
-            f"shape '{list(shape)}' is invalid for input of size {numel} "
-            f"(input shape {current})"
+            f"shape '{list(shape)}' is invalid for input of size {numel} (input shape {current})"
         )
     return shape
 
@@ -34,29 +42,43 @@ class ShapeMixin:
     __slots__ = ()
 
     def view(self: Tensor, *shape: Any) -> Tensor:
-        """The same cells under a new shape (one dim may be -1); never copies."""
-        target = infer_shape(_shape_arg(shape), self.numel(), self.shape)
-        return F.View.apply(self, target)  # type: ignore[no-any-return]
+        """The same cells under a new shape (one dim may be -1); never copies.
+
+        Raises PyTorch's error, suggesting `reshape`, when the strides do not allow it.
+        """
+        target = infer_shape(shape_arg(shape), self.numel(), self.shape)
+        return View.apply(self, target)
+
+    def view_as(self: Tensor, other: Tensor) -> Tensor:
+        """View with other's shape."""
+        return self.view(other.shape)
 
     def reshape(self: Tensor, *shape: Any) -> Tensor:
         """Like view, but copies when the strides do not allow a view."""
-        target = infer_shape(_shape_arg(shape), self.numel(), self.shape)
-        if self._data.view(target) is None:
-            return self.contiguous().view(target)
-        return self.view(target)
+        target = infer_shape(shape_arg(shape), self.numel(), self.shape)
+        if self._data.view(target) is not None:
+            return self.view(target)
+        out = Copy.apply(self).view(target)
+        out._base = None  # a fresh copy: in-place ops on it touch nobody else's cells
+        return out
+
+    def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+        """Reshape to other's shape."""
+        return self.reshape(other.shape)
 
     def contiguous(self: Tensor) -> Tensor:
         """Self if row-major already, else a row-major copy."""
-        return self if self.is_contiguous() else F.Copy.apply(self)
+        return self if self.is_contiguous() else Copy.apply(self)
 
     def clone(self: Tensor) -> Tensor:
         """A copy with its own storage (gradients flow back to self)."""
-        return F.Copy.apply(self)  # type: ignore[no-any-return]
+        return Copy.apply(self)
 
     def permute(self: Tensor, *dims: Any) -> Tensor:
         """A view with dims reordered: new dim i is old dim dims[i]."""
-        order = _shape_arg(dims, allow_negative=True)
-        return F.Permute.apply(self, tuple(normalize_dim(d, self.dim()) for d in order))  # type: ignore[no-any-return]
+        order = shape_arg(dims)
+        self._data.permute(*order)  # validates, with PyTorch's messages
+        return Permute.apply(self, tuple(normalize_dim(d, self.dim()) for d in order))
 
     def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
         """A view with two dims swapped."""
@@ -64,6 +86,14 @@ class ShapeMixin:
         d0, d1 = normalize_dim(dim0, self.dim()), normalize_dim(dim1, self.dim())
         order[d0], order[d1] = order[d1], order[d0]
         return self.permute(*order)
+
+    def t(self: Tensor) -> Tensor:
+        """The transpose of a matrix (a 0-D or 1-D tensor is returned as is)."""
+        if self.dim() > 2:
+            raise RuntimeError(
+                f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D"
+            )
+        return self.transpose(0, 1) if self.dim() == 2 else self.view(self.shape)
 
     @property
     def T(self: Tensor) -> Tensor:
@@ -76,7 +106,7 @@ class ShapeMixin:
         return self.transpose(-2, -1)
 
     def unsqueeze(self: Tensor, dim: int) -> Tensor:
-        """A view with a new dim of size 1 at `dim`."""
+        """A view with a new dim of size 1 at `dim` (negative dims count from the end)."""
         d = normalize_dim(dim, self.dim() + 1)
         return self.view(*self.shape[:d], 1, *self.shape[d:])
 
@@ -102,19 +132,21 @@ class ShapeMixin:
 
     def expand(self: Tensor, *shape: Any) -> Tensor:
         """A broadcast view with size-1 dims repeated to `shape` (-1 keeps a size)."""
-        return F.Expand.apply(self, _shape_arg(shape, allow_negative=True))  # type: ignore[no-any-return]
+        return Expand.apply(self, shape_arg(shape))
 
     def expand_as(self: Tensor, other: Tensor) -> Tensor:
-        """expand to other's shape."""
+        """Expand to other's shape."""
         return self.expand(*other.shape)
 
     def __getitem__(self: Tensor, key: Any) -> Tensor:
-        return F.Index.apply(self, key)  # type: ignore[no-any-return]
+        return Index.apply(self, key)
 
 
-def _shape_arg(args: tuple[Any, ...], allow_negative: bool = True) -> tuple[int, ...]:
+def shape_arg(args: tuple[Any, ...]) -> tuple[int, ...]:
+    """A shape given as ints or as one tuple/list, f(2, 3) or f((2, 3)), as a tuple."""
     if len(args) == 1 and isinstance(args[0], list | tuple):
         args = tuple(args[0])
-    if not allow_negative:
-        return as_shape(args)
-    return tuple(int(a) for a in args)
+    for a in args:
+        if isinstance(a, bool) or not hasattr(a, "__index__"):
+            raise TypeError(f"a shape must hold ints, got {type(a).__name__} in {tuple(args)}")
+    return tuple(a.__index__() for a in args)

@@ -51,18 +51,25 @@ class ScalarLinear(Module):
         return outputs
 
     def extra_repr(self) -> str:
+        """The sizes, for repr."""
         return f"in_size={self.in_size}, out_size={self.out_size}"
 
 
 class ScalarMLP(Module):
-    """Linear layers of the given sizes with ReLU between them (none after the last)."""
+    """Linear layers of the given sizes, `activation` between them (none after the last).
 
-    def __init__(self, sizes: Sequence[int], seed: int = 0) -> None:
+    `activation` names a Scalar method: "tanh" (the default), "relu" or "sigmoid".
+    """
+
+    def __init__(self, sizes: Sequence[int], activation: str = "tanh", seed: int = 0) -> None:
         super().__init__()
+        if activation not in ("tanh", "relu", "sigmoid"):
+            raise ValueError(f"activation must be tanh, relu or sigmoid, got {activation!r}")
+        if len(sizes) < 2 or min(sizes) < 1:
+            raise ValueError(f"sizes must list at least two positive sizes, got {list(sizes)}")
+        self.activation = activation
         rng = random.Random(seed)
-        self.layers = [
-            ScalarLinear(sizes[k], sizes[k + 1], rng) for k in range(len(sizes) - 1)
-        ]
+        self.layers = [ScalarLinear(sizes[k], sizes[k + 1], rng) for k in range(len(sizes) - 1)]
         for k, layer in enumerate(self.layers):
             self.add_module(f"layer{k + 1}", layer)
 
@@ -70,7 +77,7 @@ class ScalarMLP(Module):
         """Return the last layer's outputs for one input point."""
         hidden: Sequence[Scalar | float] = point
         for layer in self.layers[:-1]:
-            hidden = [h.relu() for h in layer(hidden)]
+            hidden = [getattr(h, self.activation)() for h in layer(hidden)]
         return self.layers[-1](hidden)  # type: ignore[no-any-return]
 
 
@@ -106,7 +113,7 @@ def train_scalar(
     log_fn: LogFn | None = None,
     seed: int = 0,
 ) -> ScalarMLP:
-    """Train a 2-hidden-hidden-1 Scalar MLP on `dataset` with full-batch SGD.
+    """Train a 2-hidden-1 tanh Scalar MLP on `dataset` with full-batch SGD.
 
     After each epoch, `log_fn(epoch, loss, accuracy, seconds)` receives the epoch
     number (from 1), the mean loss, the fraction classified correctly (both measured
@@ -114,7 +121,7 @@ def train_scalar(
     """
     if hidden < 1 or epochs < 0 or lr <= 0.0:
         raise ValueError(f"need hidden >= 1, epochs >= 0 and lr > 0; got {hidden}, {epochs}, {lr}")
-    model = ScalarMLP([2, hidden, hidden, 1], seed=seed)
+    model = ScalarMLP([2, hidden, 1], seed=seed)
     for epoch in range(1, epochs + 1):
         start = time.perf_counter()
         loss, correct = epoch_loss(model, dataset)

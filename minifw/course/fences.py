@@ -17,6 +17,7 @@ import re
 import tokenize
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from .tasks import COURSE_TASKS, TASKS
 
@@ -197,10 +198,15 @@ def _raise_line(indent: str, message: str) -> str:
     line = f"{indent}raise NotImplementedError({literal})"
     if len(line) <= MAX_LINE:
         return line
-    room = MAX_LINE - len(indent) - 4 - 2
-    if len(literal) > room:
-        literal = json.dumps(message[: max(room - 5, 20)].rstrip() + "...", ensure_ascii=False)
-    return f"{indent}raise NotImplementedError(\n{indent}    {literal}\n{indent})"
+    room = max(MAX_LINE - len(indent) - 4 - 2, 30)
+    pieces: list[str] = []
+    for word in re.split(r"(?<= )", message):  # keep each space with the word before it
+        if pieces and len(json.dumps(pieces[-1] + word, ensure_ascii=False)) <= room:
+            pieces[-1] += word
+        else:
+            pieces.append(word)
+    body = "".join(f"{indent}    {json.dumps(p, ensure_ascii=False)}\n" for p in pieces)
+    return f"{indent}raise NotImplementedError(\n{body}{indent})"
 
 
 def stub_source(
@@ -272,7 +278,8 @@ def _body_edit(
     rest = lines[end_line - 1][len(lines[end_line - 1].encode("utf-8")[:end_col].decode()) :]
     if rest.strip() == "" or rest.strip().startswith("#"):
         end = starts[end_line - 1] + len(lines[end_line - 1].rstrip("\r\n"))
-        end_line = _eat_comments(lines, end_line, _indent_width(lines[node.lineno - 1]), fence_lines)
+        def_indent = _indent_width(lines[node.lineno - 1])
+        end_line = _eat_comments(lines, end_line, def_indent, fence_lines)
         end = starts[end_line - 1] + len(lines[end_line - 1].rstrip("\r\n"))
     raise_line = _raise_line(indent, message)
     if has_doc:
@@ -299,3 +306,42 @@ def _eat_comments(lines: list[str], line_no: int, def_indent: int, fence_lines: 
             break
         line_no += 1
     return line_no
+
+
+# Where the generator and the docs look for fences, relative to a repository root.
+SOURCE_DIRS = ("minifw", "tests", "project")
+SKIP_PARTS = {"__pycache__", "course"}
+
+
+def python_files(root: Path) -> list[Path]:
+    """The .py files of SOURCE_DIRS under `root` that may hold fences, sorted.
+
+    `minifw/course/` and `tests/course/` are tooling, never course work, and are skipped.
+    """
+    files: list[Path] = []
+    for folder in SOURCE_DIRS:
+        base = root / folder
+        if base.is_dir():
+            files.extend(
+                path
+                for path in base.rglob("*.py")
+                if not SKIP_PARTS.intersection(path.relative_to(root).parts[:-1])
+            )
+    return sorted(files)
+
+
+def scan_fences(root: Path) -> dict[str, dict[str, list[str]]]:
+    """Map each task id to {file relative to root: names of its fenced functions}."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for path in python_files(root):
+        source = path.read_text("utf-8")
+        name = path.relative_to(root).as_posix()
+        fences = find_fences(source, name)
+        if not fences:
+            continue
+        tree = ast.parse(source, name)
+        for fence in fences:
+            found.setdefault(fence.task, {}).setdefault(name, [])
+        for task, qualname, _node in fenced_functions(source, tree, fences, name):
+            found[task][name].append(qualname)
+    return found

@@ -35,17 +35,19 @@ def marked_tasks(node: ast.AST) -> set[str]:
 def _pytestmark(body: list[ast.stmt]) -> set[str]:
     tasks: set[str] = set()
     for node in body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+            value = node.value
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+            value = node.value
+        else:
+            continue
+        if value is not None and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets
         ):
-            tasks |= marked_tasks(node.value)
-        elif (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and node.target.id == "pytestmark"
-            and node.value is not None
-        ):
-            tasks |= marked_tasks(node.value)
+            tasks |= marked_tasks(value)
     return tasks
 
 
@@ -76,6 +78,25 @@ def test_tasks(node: ast.stmt, module_tasks: set[str]) -> set[str]:
     return own or set(module_tasks)
 
 
+def file_tasks(source: str, filename: str = "<test>") -> set[str]:
+    """Every task the tests of a test file belong to (empty when none can be read)."""
+    tree = ast.parse(source, filename)
+    module_tasks = _pytestmark(tree.body)
+    tasks = set(module_tasks)
+    for node in _tests(tree):
+        tasks |= test_tasks(node, module_tasks)
+    return tasks
+
+
+def _tests(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]:
+    return [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and _is_test(node)
+    ]
+
+
 def prune_tests(source: str, drop: Callable[[str], bool], filename: str = "<test>") -> PruneResult:
     """Remove the top-level tests all of whose tasks satisfy `drop(task_id)`."""
     tree = ast.parse(source, filename)
@@ -83,9 +104,8 @@ def prune_tests(source: str, drop: Callable[[str], bool], filename: str = "<test
     lines = source.splitlines(keepends=True)
     cuts: list[tuple[int, int]] = []
     result = PruneResult(source)
-    tests = [node for node in tree.body if _is_test(node)]
+    tests = _tests(tree)
     for node in tests:
-        assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
         tasks = test_tasks(node, module_tasks)
         if tasks and all(drop(task) for task in tasks):
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])

@@ -5,8 +5,9 @@ Load it with `-p` and give it a file: `pytest -p minifw.course.pytest_plugin
 it goes, so a run killed half way (a hang, `os._exit`, a segfault) still leaves
 every event that happened before:
 
-- `{"event": "collected", "nodeid": ..., "path": ..., "markers": [...]}` for each
-  selected test, with its task markers (`task2_3`) and `staff` if it has one;
+- `{"event": "collected", "nodeid": ..., "path": ..., "markers": [...],
+  "all_markers": [...]}` for each selected test: its task markers (`task2_3`) and
+  `staff` if it has one, then the names of all its markers (`slow`, ...);
 - `{"event": "collect_error", "nodeid": ..., "message": ...}` for a file that
   could not be collected (an import error, a syntax error);
 - `{"event": "result", "nodeid": ..., "outcome": ..., "message": ...}` once per
@@ -90,6 +91,7 @@ class Recorder:
                 nodeid=item.nodeid,
                 path=self._relative(item),
                 markers=course_markers(item),
+                all_markers=sorted({mark.name for mark in item.iter_markers()}),
             )
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -107,8 +109,9 @@ class Recorder:
             if report.when == "call" and outcome != "error":
                 outcome, message = "failed", _text(report.longrepr)
             elif outcome not in ("failed", "error"):
-                outcome, message = "error", f"error in test {report.when}:\n" + _text(
-                    report.longrepr
+                outcome, message = (
+                    "error",
+                    f"error in test {report.when}:\n" + _text(report.longrepr),
                 )
         self.outcomes[report.nodeid] = (outcome, message)
         if report.when == "teardown":

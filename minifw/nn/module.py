@@ -7,8 +7,11 @@ dotted names like "layer1.weight".
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from .module_hooks import ModuleHooksMixin, RemovableHandle
+from .module_state import IncompatibleKeys, ModuleStateMixin
 
 
 class Parameter:
@@ -41,7 +44,7 @@ class Parameter:
         return f"Parameter({self.value!r})"
 
 
-class Module:
+class Module(ModuleStateMixin, ModuleHooksMixin):
     """Base class of networks: assign Parameters and Modules as attributes.
 
     Subclasses call `super().__init__()` first, then assign their parts, and define
@@ -54,11 +57,19 @@ class Module:
     training: bool
     _parameters: dict[str, Parameter | None]
     _modules: dict[str, Module | None]
+    _buffers: dict[str, Any]
+    _non_persistent_buffers: set[str]
+    _forward_pre_hooks: dict[int, Callable[..., Any]]
+    _forward_hooks: dict[int, Callable[..., Any]]
+    _backward_hooks: dict[int, Callable[..., Any]]
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_modules", {})
         object.__setattr__(self, "training", True)
+        for name in ("_buffers", "_forward_pre_hooks", "_forward_hooks", "_backward_hooks"):
+            object.__setattr__(self, name, {})
+        object.__setattr__(self, "_non_persistent_buffers", set())
 
     # BEGIN TASK 0.4
     def __setattr__(self, name: str, value: Any) -> None:
@@ -76,6 +87,8 @@ class Module:
         elif isinstance(value, Module):
             self._forget(name)
             modules[name] = value
+        elif name in self.__dict__.get("_buffers", ()):
+            self._buffers[name] = value
         elif name in params or name in modules:
             kind = "parameter" if name in params else "child module"
             if value is not None:
@@ -93,6 +106,7 @@ class Module:
         self.__dict__.pop(name, None)
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
+        self.__dict__.get("_buffers", {}).pop(name, None)
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Register `param` under `name`, for names built at run time ("weight_0_1")."""
@@ -119,7 +133,7 @@ class Module:
     def __getattr__(self, name: str) -> Any:
         """Find a registered Parameter or Module; anything else is an AttributeError."""
         registered = self.__dict__
-        for registry in ("_parameters", "_modules"):
+        for registry in ("_parameters", "_modules", "_buffers"):
             if name in registered.get(registry, ()):
                 return registered[registry][name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
@@ -130,6 +144,8 @@ class Module:
             del self._parameters[name]
         elif name in self._modules:
             del self._modules[name]
+        elif name in self._buffers:
+            del self._buffers[name]
         else:
             object.__delattr__(self, name)
 
@@ -211,15 +227,15 @@ class Module:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run `forward` with the same arguments."""
-        return self.forward(*args, **kwargs)
+        """Run `forward` with the same arguments, with the registered hooks around it."""
+        return self._call_with_hooks(*args, **kwargs)
 
     def extra_repr(self) -> str:
         """The module's own settings for `repr` (override to show, e.g., sizes)."""
         return ""
 
     def __repr__(self) -> str:
-        """PyTorch's layout: Name(extra) or Name(\\n  (child): ...\\n)."""
+        """Show the module as PyTorch does: its extra_repr, then each child indented."""
         extra = self.extra_repr()
         lines = extra.split("\n") if extra else []
         for name, module in self._modules.items():
@@ -231,3 +247,6 @@ class Module:
             return f"{type(self).__name__}({lines[0]})"
         body = "\n  ".join(lines)
         return f"{type(self).__name__}(\n  {body}\n)"
+
+
+__all__ = ["IncompatibleKeys", "Module", "Parameter", "RemovableHandle"]

@@ -1,0 +1,206 @@
+"""Time minifw's FastOps kernels against numpy and PyTorch CPU, in one process.
+
+Run from the repository root:
+
+    python bench/ops.py            # the full table (about a minute once kernels are cached)
+    python bench/ops.py --quick    # tiny sizes, a smoke run for CI
+    python bench/ops.py --only matmul --repeat 20
+
+Each case is run once to warm up (JIT compile or cache load), then `--repeat` times;
+the best time is reported. "vs numpy" is numpy's time divided by minifw's: above 1 means
+minifw is faster. Kernel cases go through `TensorBackend` (checks, broadcasting and
+output allocation included), as tensor operations do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _startup import startup_times  # noqa: E402
+from _training import mlp_step_case  # noqa: E402
+
+from minifw import operators as ops  # noqa: E402
+from minifw.backends import get_backend  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # PyTorch is optional
+    torch = None
+
+Timer = Callable[[], Any]
+# Targets from the issue: the least acceptable numpy_time / minifw_time per case kind.
+TARGETS = {"contiguous": 1.0, "broadcast": 0.7, "reduce": 0.7, "matmul512": 0.5, "batched": 0.5}
+
+
+def best_time(fn: Timer, repeat: int) -> float:
+    """The best wall time of `repeat` calls of `fn`, after one warm-up call."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def blas_info() -> str:
+    """numpy's BLAS library and its thread count, as threadpoolctl sees them."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "threadpoolctl not installed"
+    rows = [
+        f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture')}, "
+        f"{p.get('num_threads')} threads)"
+        for p in threadpool_info()
+        if p.get("user_api") == "blas"
+    ]
+    return "; ".join(rows) or "none found"
+
+
+def kernel_cases(quick: bool) -> list[tuple[str, str, Timer, Timer, Timer | None]]:
+    """(name, target kind, minifw, numpy, torch) for every kernel case."""
+    fast = get_backend("fast")
+    rng = np.random.default_rng(0)
+    cases: list[tuple[str, str, Timer, Timer, Timer | None]] = []
+
+    def add(name: str, kind: str, mf: Timer, np_fn: Timer, th: Timer | None) -> None:
+        cases.append((name, kind, mf, np_fn, th))
+
+    sizes = [16, 32] if quick else [64, 256, 512, 1024]
+    for dtype in (np.float64, np.float32):
+        for n in sizes:
+            a, b = rng.random((n, n)).astype(dtype), rng.random((n, n)).astype(dtype)
+            add(*_matmul_case(f"matmul {n} {np.dtype(dtype).name}", n, a, b, fast))
+    bn = 16 if quick else 256
+    a, b = rng.random((8, bn, bn)), rng.random((8, bn, bn))
+    add(*_matmul_case(f"batched matmul 8x{bn}x{bn}", -1, a, b, fast))
+
+    flat = 1000 if quick else 1_000_000
+    x, y = rng.random(flat), rng.random(flat)
+    fx, fy = fast.from_numpy(x), fast.from_numpy(y)
+    tx, ty = _torch(x), _torch(y)
+    add(f"map exp {flat:.0e}", "contiguous", lambda: fast.map(ops.EXP, fx),
+        lambda: np.exp(x), _maybe(lambda: torch.exp(tx)))  # fmt: skip
+    add(f"zip mul {flat:.0e}", "contiguous", lambda: fast.zip(ops.MUL, fx, fy),
+        lambda: x * y, _maybe(lambda: tx * ty))  # fmt: skip
+
+    side = 30 if quick else 1000
+    m, col = rng.random((side, side)), rng.random((side, 1))
+    fm, fc = fast.from_numpy(m), fast.from_numpy(col)
+    tm, tc = _torch(m), _torch(col)
+    add(f"broadcast add {side}x{side} + {side}x1", "broadcast", lambda: fast.zip(ops.ADD, fm, fc),
+        lambda: m + col, _maybe(lambda: tm + tc))  # fmt: skip
+    for dim in (0, 1):
+        add(f"sum dim {dim} of {side}x{side}", "reduce",
+            lambda d=dim: fast.reduce(ops.ADD, fm, d),  # type: ignore[misc]
+            lambda d=dim: m.sum(axis=d, keepdims=True),  # type: ignore[misc]
+            _maybe(lambda d=dim: tm.sum(dim=d, keepdim=True)))  # fmt: skip
+    return cases
+
+
+def _matmul_case(
+    name: str, n: int, a: np.ndarray, b: np.ndarray, fast: Any
+) -> tuple[str, str, Timer, Timer, Timer | None]:
+    fa, fb = fast.from_numpy(a), fast.from_numpy(b)
+    ta, tb = _torch(a), _torch(b)
+    kind = "batched" if a.ndim == 3 else ("matmul512" if n == 512 else "")
+    return (name, kind, lambda: fast.matmul(fa, fb), lambda: a @ b,
+            _maybe(lambda: torch.matmul(ta, tb)))  # fmt: skip
+
+
+def _torch(array: np.ndarray) -> Any:
+    return None if torch is None else torch.from_numpy(array)
+
+
+def _maybe(fn: Timer) -> Timer | None:
+    return fn if torch is not None else None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the table; return the number of cases below their target (for --strict)."""
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, numba threads: "
+          f"{_numba_threads()}, cores: {os.cpu_count()}")  # fmt: skip
+    print(f"numpy BLAS: {blas_info()}")
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        print(f"note: OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set")
+    if torch is not None:
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    header = f"{'case':<34}{'minifw ms':>11}{'numpy ms':>10}{'torch ms':>10}"
+    print(f"{header}{'vs numpy':>10}{'vs torch':>10}  target")
+    misses = 0
+    for name, kind, mf, np_fn, th in kernel_cases(args.quick):
+        if args.only and args.only not in name:
+            continue
+        t_mf, t_np = best_time(mf, args.repeat), best_time(np_fn, args.repeat)
+        t_th = best_time(th, args.repeat) if th is not None else None
+        ratio = t_np / t_mf
+        target = None if args.quick else TARGETS.get(kind)
+        verdict = "" if target is None else f">= {target}: {'ok' if ratio >= target else 'MISS'}"
+        misses += target is not None and ratio < target
+        torch_ms = f"{t_th * 1e3:10.3f}" if t_th is not None else f"{'-':>10}"
+        torch_ratio = f"{t_th / t_mf:10.2f}" if t_th is not None else f"{'-':>10}"
+        print(f"{name:<34}{t_mf * 1e3:11.3f}{t_np * 1e3:10.3f}{torch_ms}"
+              f"{ratio:10.2f}{torch_ratio}  {verdict}", flush=True)  # fmt: skip
+    if not args.only or "mlp" in args.only:
+        print(mlp_step_case(args.quick, args.repeat), flush=True)
+    if not args.only or "startup" in args.only:
+        for line in startup_times(cold=not args.quick and not args.no_cold):
+            print(line, flush=True)
+    return misses
+
+
+def limit_threads(n: int) -> None:
+    """Run every library on `n` threads: a fairer comparison on a busy machine."""
+    import numba
+
+    numba.set_num_threads(n)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(n)
+    except ImportError:
+        print("threadpoolctl not installed: numpy's BLAS keeps its own thread count")
+    if torch is not None:
+        torch.set_num_threads(n)
+
+
+def _numba_threads() -> int:
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+def main() -> None:
+    """Parse flags and run."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, for a CI smoke run")
+    parser.add_argument("--repeat", type=int, default=10, help="timed runs per case (best)")
+    parser.add_argument("--only", default="", help="run only cases whose name contains this")
+    parser.add_argument("--no-cold", action="store_true", help="skip the cold-cache start-up")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="limit numba, BLAS and torch to N threads"
+    )
+    args = parser.parse_args()
+    if args.threads:
+        limit_threads(args.threads)
+    misses = run(args)
+    if args.strict and misses:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,329 @@
+"""Graph capture for `mf.compile`: record what a function launches, and what it returns.
+
+While a function runs under `recording(recorder)`, every kernel launch of this
+thread is recorded as a `Step` over numbered buffers, and the function's result
+(with its autograd graph, if it has one) is described by `analyse` as a `Graph`
+whose tensors all point back at those buffers. A buffer is a graph input's
+storage, the output of a step, the storage of a tensor object the graph reads
+(a parameter: looked up again at every replay), or a constant (read by reference).
+
+What cannot be replayed is listed in `Recorder.problems` (a capture with problems
+runs eagerly instead): reading values on the host (`item()`, `numpy()`,
+`tolist()`, printing, casts), writing in place into a tensor the traced ops did
+not compute, random numbers, and autograd state the replay cannot rebuild.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _launch_hooks
+from ._launch_hooks import Launch
+from .autodiff import topological_sort
+from .random import generator
+from .tensor import Tensor
+from .tensor_autograd import recorded_inputs
+from .tensor_data import TensorData
+from .tensor_functions import is_tensor
+
+
+class UnsupportedError(Exception):
+    """The captured function does something a replay cannot reproduce."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A view of buffer number `buf`: shape, strides and offset in cells."""
+
+    buf: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+
+
+@dataclass(slots=True)
+class Buffer:
+    """Where a buffer comes from: "input", "step", "object" or "const"."""
+
+    origin: str
+    index: int
+    size: int
+    dtype: np.dtype[Any]
+    storage: Any = None  # the array itself, for "const" buffers only
+    fill: Any = None  # the start value a reduction's output is filled with
+
+
+@dataclass(slots=True)
+class Step:
+    """One recorded launch: `kind` ("map", "map_into", "zip", "reduce", "matmul")."""
+
+    kind: str
+    op: int
+    dim: int
+    backend: Any
+    out: Ref
+    inputs: tuple[Ref, ...]
+
+
+@dataclass(slots=True)
+class Node:
+    """One autograd node of the result: its Function, inputs, saved values and output."""
+
+    function: type
+    args: tuple[Any, ...]
+    saved: tuple[Any, ...]
+    attrs: dict[str, Any]
+    out: Ref
+    backend: Any
+
+
+@dataclass(slots=True)
+class Graph:
+    """A captured function: buffers, steps, objects, autograd nodes, and the result."""
+
+    buffers: list[Buffer]
+    steps: list[Step]
+    objects: list[tuple[Tensor, Ref, bool]]
+    nodes: list[Node]
+    result: Any
+    needed: set[int] = field(default_factory=set)
+
+
+class Recorder:
+    """A launch listener that records the launches of one capture."""
+
+    def __init__(self, inputs: list[Tensor]) -> None:
+        self.inputs = inputs
+        self.buffers: list[Buffer] = []
+        self.steps: list[Step] = []
+        self.problems: list[str] = []
+        self._ids: dict[int, int] = {}
+        self._alive: list[Any] = []  # every storage seen, so that ids stay unique
+        for i, t in enumerate(inputs):
+            if id(t._data.base) not in self._ids:
+                self._register(t._data.base, "input", i)
+
+    def _register(self, storage: Any, origin: str, index: int, fill: Any = None) -> int:
+        number = len(self.buffers)
+        keep = storage if origin == "const" else None
+        self.buffers.append(
+            Buffer(origin, index, int(storage.size), np.dtype(storage.dtype), keep, fill)
+        )
+        self._ids[id(storage)] = number
+        self._alive.append(storage)
+        return number
+
+    def buffer_of(self, data: TensorData) -> int:
+        """The number of the buffer under `data` (a new constant if not seen before)."""
+        number = self._ids.get(id(data.base))
+        if number is None:
+            number = self._register(data.base, "const", -1)
+        return number
+
+    def ref(self, data: TensorData) -> Ref:
+        """`data` as a view of a numbered buffer."""
+        return Ref(self.buffer_of(data), data.shape, data.strides, data.offset)
+
+    def host_read(self, what: str) -> None:
+        """Note that the function read tensor values on the host."""
+        self.problems.append(f"it reads tensor values on the host ({what})")
+
+    def __call__(self, launch: Launch, proceed: Callable[[Launch], None]) -> None:
+        kind = launch.kind
+        if kind == "to_host":
+            shape = launch.inputs[0].shape
+            self.host_read(f"a copy to the host of a tensor of shape {shape}")
+        elif kind == "fused":
+            self.problems.append("it launched a fused kernel while being captured")
+        else:
+            inputs = tuple(self.ref(d) for d in launch.inputs)
+            out = launch.outs[0]
+            if kind == "map_into":
+                number = self._ids.get(id(out.base))
+                if number is None or self.buffers[number].origin not in ("input", "step"):
+                    self.problems.append(
+                        f"it writes in place into a tensor of shape {out.shape} that the "
+                        "traced ops did not compute (a tensor made inside the function by "
+                        "zeros/empty/cat, or state outside it)"
+                    )
+            else:
+                fill = out.base[0] if kind == "reduce" else None
+                self._register(out.base, "step", len(self.steps), fill)
+            step = Step(kind, launch.op, launch.dim, launch.backend, self.ref(out), inputs)
+            self.steps.append(step)
+        proceed(launch)
+
+
+class _Watching(threading.local):
+    def __init__(self) -> None:
+        self.recorders: list[Recorder] = []
+
+
+_watching = _Watching()
+_patch_lock = threading.Lock()
+_patched: list[bool] = [False]
+
+
+def capturing() -> bool:
+    """True while this thread captures a function."""
+    return bool(_watching.recorders)
+
+
+@contextmanager
+def recording(recorder: Recorder) -> Iterator[None]:
+    """Record this thread's launches, host reads and random draws into `recorder`."""
+    _watch_host_reads()
+    rng = generator()
+    state = rng.bit_generator.state
+    _watching.recorders.append(recorder)
+    _launch_hooks.add_listener(recorder)
+    try:
+        yield
+    finally:
+        _launch_hooks.remove_listener(recorder)
+        _watching.recorders.pop()
+    if generator() is not rng or rng.bit_generator.state != state:
+        recorder.problems.append("it draws random numbers (rand, randn, dropout, ...)")
+
+
+def _watch_host_reads() -> None:
+    """Make `Tensor.numpy` (behind item, tolist, printing) report to the active capture.
+
+    CPU tensors hand their storage to numpy without calling the backend, so the
+    launch hook cannot see these reads. Installed once; costs one check per call.
+    """
+    with _patch_lock:
+        if _patched[0]:
+            return
+        original = Tensor.numpy
+
+        def numpy(self: Tensor) -> np.ndarray:
+            """The values as a numpy array (sharing memory for CPU tensors)."""
+            if _watching.recorders:
+                _watching.recorders[-1].host_read(f"numpy() of a tensor of shape {self.shape}")
+            return original(self)
+
+        setattr(Tensor, "numpy", numpy)  # noqa: B010 - the method is replaced on purpose
+        _patched[0] = True
+
+
+# Describing the result
+
+
+def analyse(recorder: Recorder, result: Any) -> Graph:
+    """Describe the function's result (and its autograd graph) over the recorded buffers."""
+    graph = Graph(recorder.buffers, recorder.steps, [], [], None)
+    describer = _Describer(recorder, graph)
+    outputs: list[Tensor] = []
+    _collect(result, outputs)
+    if any(t.requires_grad and t.history is not None for t in outputs):
+        describer.nodes_of(outputs)
+    graph.result = describer.value(result, output=True)
+    return graph
+
+
+def _collect(value: Any, found: list[Tensor]) -> None:
+    if is_tensor(value):
+        found.append(value)
+    elif isinstance(value, tuple | list):
+        for item in value:
+            _collect(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _collect(item, found)
+
+
+class _Describer:
+    """Turns tensors into references the replay can resolve: input, node, object, view."""
+
+    def __init__(self, recorder: Recorder, graph: Graph) -> None:
+        self.recorder = recorder
+        self.graph = graph
+        self.inputs = {id(t): i for i, t in enumerate(recorder.inputs)}
+        self.node_ids: dict[int, int] = {}
+        self.object_ids: dict[int, int] = {}
+
+    def nodes_of(self, outputs: list[Tensor]) -> None:
+        """Describe every autograd node behind `outputs`, inputs before users."""
+        order: list[Tensor] = []
+        for out in outputs:
+            if out.history is None:
+                continue
+            for t in reversed(topological_sort(out)):
+                assert isinstance(t, Tensor)
+                if t.history is not None and id(t) not in self.node_ids:
+                    self.node_ids[id(t)] = len(order)
+                    order.append(t)
+        for t in order:
+            self.graph.nodes.append(self._node(t))
+
+    def _node(self, t: Tensor) -> Node:
+        history = t.history
+        assert history is not None and history.ctx is not None
+        ctx: Any = history.ctx
+        if getattr(ctx, "_freed", False):
+            raise UnsupportedError("it runs backward inside the function (the graph is freed)")
+        if t._hooks or t._retains_grad:
+            raise UnsupportedError("it registers hooks (or retain_grad) on an intermediate tensor")
+        args = tuple(self.value(v) for v in recorded_inputs(history))
+        saved = tuple(self.value(v) for v in ctx.saved_values)
+        attrs = {k: self.value(v) for k, v in vars(ctx).items()}
+        ref = self.recorder.ref(t._data)
+        self.graph.needed.add(ref.buf)
+        return Node(history.last_fn, args, saved, attrs, ref, t.backend)
+
+    def value(self, v: Any, output: bool = False) -> Any:
+        """A reference the replay resolves: ("input", i), ("node", j), ("object", k), ..."""
+        if is_tensor(v):
+            return self._tensor(v, output)
+        if isinstance(v, tuple | list):
+            if type(v) not in (tuple, list) and any(is_tensor(x) for x in v):
+                raise UnsupportedError(f"it keeps tensors in a {type(v).__name__}")
+            if type(v) in (tuple, list):
+                return ("seq", type(v), [self.value(x, output) for x in v])
+        if isinstance(v, dict):
+            if output:
+                return ("dict", {k: self.value(x, output) for k, x in v.items()})
+            if any(is_tensor(x) for x in v.values()):
+                raise UnsupportedError("a Function keeps tensors inside a dict in its ctx")
+        elif output and not (v is None or isinstance(v, bool | int | float | str)):
+            raise UnsupportedError(f"it returns a {type(v).__name__} (return tensors, tuples, "
+                              "lists, dicts and plain numbers)")  # fmt: skip
+        return ("value", v)
+
+    def _tensor(self, t: Tensor, output: bool) -> tuple[Any, ...]:
+        if id(t) in self.inputs:
+            return ("input", self.inputs[id(t)])
+        if id(t) in self.node_ids:
+            return ("node", self.node_ids[id(t)])
+        ref = self.recorder.ref(t._data)
+        origin = self.graph.buffers[ref.buf].origin
+        if origin in ("step", "input"):
+            if t.requires_grad:
+                raise UnsupportedError(
+                    "it makes a leaf tensor that requires grad from computed values"
+                )
+            self.graph.needed.add(ref.buf)
+            return ("tensor", ref, t.backend)
+        if output and not t.requires_grad and origin == "const":
+            return ("copy", ref, t.backend)  # made inside the function: a fresh copy per call
+        return ("object", self._object(t, ref))
+
+    def _object(self, t: Tensor, ref: Ref) -> int:
+        if id(t) not in self.object_ids:
+            buffer = self.graph.buffers[ref.buf]
+            if buffer.origin == "const":
+                buffer.origin, buffer.storage = "object", None
+            self.object_ids[id(t)] = len(self.graph.objects)
+            self.graph.objects.append((t, ref, t.requires_grad))
+        return self.object_ids[id(t)]
+
+
+__all__ = ["Buffer", "Graph", "Node", "Recorder", "Ref", "Step", "UnsupportedError", "analyse",
+           "capturing", "recording"]  # fmt: skip

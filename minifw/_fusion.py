@@ -1,0 +1,299 @@
+"""Kernel fusion for `mf.compile`: group elementwise steps, generate one Numba kernel each.
+
+`plan_fusion` walks the recorded steps in order and grows groups of map/zip steps
+that have the same output shape, where each step reads the outputs of earlier
+members cell for cell (same shape, row-major). Reading a member any other way
+(broadcast, transposed, by a reduce or a matmul) closes its group, which then
+runs before that reader; an in-place write closes every open group. Operands
+from outside a group (graph inputs, parameters, matmul results) may broadcast.
+
+`fused_kernel` writes Python source for a group (one `prange` loop; per output
+cell it reads each operand once, evaluates the members with the scalar functions
+of `operators.py` rounded to each member's dtype, exactly as the unfused kernels
+store them, and writes the outputs still needed), saves it under `cache_dir()`
+named by its hash and imports it, so Numba's disk cache (`cache=True`) works
+across processes as it does for `fast_ops.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+
+from . import operators, tensor_data
+from ._capture import Ref, Step
+from ._jit import compile_functions, njit
+
+# The scalar functions generated kernels call, compiled once (like fast_ops' copies).
+SCALAR = compile_functions(
+    [operators, tensor_data],
+    operators.KERNEL_FUNCTIONS,
+    lambda fn: njit(fn, inline="always"),
+)
+_INFIX = {operators.ADD: "+", operators.SUB: "-", operators.MUL: "*", operators.DIV: "/"}
+_CASTS = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64"}
+_cache_dir: list[Path | None] = [None]
+_kernels: dict[str, Any] = {}
+_kernel_lock = threading.Lock()
+
+
+@dataclass(slots=True, eq=False)
+class Group:
+    """Elementwise steps fused into one kernel; `outputs` are the buffers it must write."""
+
+    members: list[int]
+    shape: tuple[int, ...]
+    closed: bool = False
+    outputs: list[int] = field(default_factory=list)
+    leaves: list[Ref] = field(default_factory=list)
+
+
+def fusable(step: Step) -> bool:
+    """True for a map or zip step on the CPU whose op and dtypes a fused kernel handles."""
+    if step.kind not in ("map", "zip") or step.backend.device != "cpu":
+        return False
+    names = operators.UNARY_NAMES if step.kind == "map" else operators.BINARY_NAMES
+    return step.op in names
+
+
+def plan_fusion(steps: list[Step], dtypes: list[str], needed: set[int]) -> list[int | Group]:
+    """The program: step numbers to run as they are, and groups to run fused, in order.
+
+    `dtypes[b]` is buffer b's dtype name; `needed` holds the buffers that must be
+    written because something outside the steps (the result, autograd) reads them.
+    """
+    program: list[int | Group] = []
+    open_groups: list[Group] = []
+    owner: dict[int, Group] = {}  # output buffer of a member -> its group
+
+    def close(group: Group) -> None:
+        if not group.closed:
+            group.closed = True
+            open_groups.remove(group)
+            program.append(group)
+
+    for number, step in enumerate(steps):
+        if not (fusable(step) and all(dtypes[r.buf] in _CASTS for r in step.inputs)):
+            if step.kind == "map_into":
+                for group in list(open_groups):
+                    close(group)
+            for ref in step.inputs:
+                if ref.buf in owner:
+                    close(owner[ref.buf])
+            program.append(number)
+            continue
+        shape = step.out.shape
+        joined: list[Group] = []
+        for ref in step.inputs:
+            found = owner.get(ref.buf)
+            if found is None or found.closed:
+                continue
+            group = found
+            if _reads_cellwise(ref, shape) and group.shape == shape:
+                joined.append(group)
+            else:
+                close(group)
+        joined = [g for g in dict.fromkeys(joined) if not g.closed]
+        if joined:
+            target = joined[0]
+            for other in joined[1:]:
+                target.members += other.members
+                for buf in [b for b, g in owner.items() if g is other]:
+                    owner[buf] = target
+                open_groups.remove(other)
+            target.members.append(number)
+        else:
+            target = Group([number], shape)
+            open_groups.append(target)
+        owner[step.out.buf] = target
+    for group in list(open_groups):
+        close(group)
+    return [_finish(item, steps, needed) if isinstance(item, Group) else item for item in program]
+
+
+def _reads_cellwise(ref: Ref, shape: tuple[int, ...]) -> bool:
+    return ref.shape == shape and ref.offset == 0 and _row_major(ref)
+
+
+def _row_major(ref: Ref) -> bool:
+    return ref.strides == tensor_data.strides_from_shape(ref.shape)
+
+
+def _finish(group: Group, steps: list[Step], needed: set[int]) -> int | Group:
+    """A one-step group runs unfused; else decide which outputs to write, which leaves to read."""
+    group.members.sort()
+    if len(group.members) == 1:
+        return group.members[0]
+    inside = {steps[m].out.buf for m in group.members}
+    read_outside: set[int] = set()
+    for number, step in enumerate(steps):
+        if number not in group.members:
+            read_outside.update(r.buf for r in step.inputs)
+            read_outside.add(step.out.buf)
+    group.outputs = [b for b in sorted(inside) if b in needed or b in read_outside]
+    leaves: dict[Ref, None] = {}
+    for m in group.members:
+        for ref in steps[m].inputs:
+            if ref.buf not in inside:
+                leaves[ref] = None
+    group.leaves = list(leaves)
+    return group
+
+
+def kernel_source(group: Group, steps: list[Step], dtypes: list[str]) -> str:
+    """The Python source of the fused kernel of `group` (independent of sizes)."""
+    shape = group.shape
+    leaf_names = {ref: f"a{i}" for i, ref in enumerate(group.leaves)}
+    strided = [r for r in group.leaves if not (r.shape == shape and _row_major(r))]
+    temps: dict[int, str] = {}
+    body, used, doc = [], set(), []
+    for k, m in enumerate(group.members):
+        step = steps[m]
+        args = [temps[r.buf] if r.buf in temps else "x" + leaf_names[r][1:] for r in step.inputs]
+        expr, name = _expression(step, args)
+        if name:
+            used.add(name)
+        temps[step.out.buf] = f"t{k}"
+        body.append(f"        t{k} = {_CASTS[dtypes[step.out.buf]]}({expr})")
+        doc.append(f"    t{k} = {expr}")
+    outs = [f"o{i}" for i in range(len(group.outputs))]
+    params = ["shape", *outs, *(leaf_names[r] for r in group.leaves)]
+    params += [f"s{group.leaves.index(r)}" for r in strided]
+    lines = [
+        '"""A fused kernel generated by minifw.compile (its file name is a hash of it).',
+        "",
+        "for i in prange(cells):  # one output cell per iteration; operands read once",
+        *doc,
+        '"""',
+        "import numpy as np",
+        "from numba import prange",
+        "",
+        "from minifw._fusion import SCALAR",
+        "from minifw._jit import njit",
+        "",
+        *(f"{name} = SCALAR.{name}" for name in sorted(used)),
+        "",
+        "",
+        "@njit(parallel=True, cache=True)",
+        f"def kernel({', '.join(params)}):",
+        "    ndim = shape.shape[0]",
+        "    cells = 1",
+        "    for d in range(ndim):",
+        "        cells *= shape[d]",
+        "    for i in prange(cells):",
+    ]
+    if strided:
+        lines += ["        rest = i + 0  # a copy: numba forbids writing the prange index"]
+        lines += [f"        p{group.leaves.index(r)} = 0" for r in strided]
+        lines += [
+            "        for d in range(ndim - 1, -1, -1):",
+            "            k = rest % shape[d]",
+            "            rest = rest // shape[d]",
+        ]
+        lines += [
+            f"            p{j} += k * s{j}[d]" for j in (group.leaves.index(r) for r in strided)
+        ]
+    for i, ref in enumerate(group.leaves):
+        lines.append(f"        x{i} = a{i}[{f'p{i}' if ref in strided else 'i'}]")
+    lines += body
+    lines += [f"        o{i}[i] = {temps[b]}" for i, b in enumerate(group.outputs)]
+    return "\n".join(lines) + "\n"
+
+
+def _expression(step: Step, args: list[str]) -> tuple[str, str]:
+    """The scalar expression of one step, and the SCALAR function it calls ("" for none)."""
+    op = step.op
+    if step.kind == "map":
+        if op == operators.ID:
+            return args[0], ""
+        if op == operators.NEG:
+            return f"-{args[0]}", ""
+        name = operators.UNARY_NAMES[op]
+        return f"{name}({args[0]})", name
+    if op in _INFIX:
+        return f"({args[0]} {_INFIX[op]} {args[1]})", ""
+    name = operators.BINARY_NAMES[op]
+    return f"{name}({args[0]}, {args[1]})", name
+
+
+def broadcast_strides(ref: Ref, shape: tuple[int, ...]) -> np.ndarray:
+    """The strides of `ref` over out `shape`: 0 along dims it broadcasts."""
+    extra = len(shape) - len(ref.shape)
+    out = np.zeros(len(shape), dtype=np.int64)
+    for d in range(len(shape)):
+        own = d - extra
+        if own >= 0 and ref.shape[own] != 1:
+            out[d] = ref.strides[own]
+    return out
+
+
+def cache_dir() -> Path:
+    """Where generated kernels are written: NUMBA_CACHE_DIR/minifw-fused or ~/.cache."""
+    if _cache_dir[0] is None:
+        numba_dir = getattr(numba.config, "CACHE_DIR", "")
+        if numba_dir:
+            chosen = Path(numba_dir) / "minifw-fused"
+        else:
+            chosen = Path.home() / ".cache" / "minifw" / "fused"
+        try:
+            chosen.mkdir(parents=True, exist_ok=True)
+            probe = tempfile.NamedTemporaryFile(dir=chosen)  # noqa: SIM115 - a write probe
+            probe.close()
+        except OSError:
+            chosen = Path(tempfile.gettempdir()) / f"minifw-fused-{os.getuid()}"
+            chosen.mkdir(parents=True, exist_ok=True)
+        _cache_dir[0] = chosen
+    return chosen if _cache_dir[0] is None else _cache_dir[0]
+
+
+def set_cache_dir(path: str | os.PathLike[str] | None) -> None:
+    """Write generated kernels under `path` from now on (None: the default place)."""
+    _cache_dir[0] = None if path is None else Path(path)
+    if path is not None:
+        Path(path).mkdir(parents=True, exist_ok=True)
+
+
+def _salt() -> str:
+    """What generated kernels depend on besides their source: the scalar functions, numba."""
+    parts = [inspect.getsource(operators), numba.__version__, np.__version__]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+_SALT = _salt()
+
+
+def fused_kernel(source: str) -> Any:
+    """The compiled kernel of `source`: loaded from its file, written there first if new."""
+    digest = hashlib.sha256((_SALT + source).encode()).hexdigest()[:24]
+    with _kernel_lock:
+        if digest in _kernels:
+            return _kernels[digest]
+        path = cache_dir() / f"fused_{digest}.py"
+        if not path.exists():
+            handle, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write(source)
+            os.replace(temp, path)
+        name = f"minifw_fused_{digest}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        _kernels[digest] = module.kernel
+        return module.kernel
+
+
+__all__ = ["Group", "SCALAR", "broadcast_strides", "cache_dir", "fusable", "fused_kernel",
+           "kernel_source", "plan_fusion", "set_cache_dir"]  # fmt: skip

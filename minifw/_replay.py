@@ -1,0 +1,283 @@
+"""Replaying a captured function (`mf.compile`): its kernels, then its autograd graph.
+
+A `Plan` runs the captured program on new inputs of the same signature: it binds
+the buffers (the new inputs' storage, each parameter's current storage, the
+constants), allocates and runs each step straight on the kernel set (no checks,
+no Tensor objects, no autograd bookkeeping) or each fused group as one generated
+kernel, and then rebuilds the result. When the result needs gradients, every
+captured autograd node is rebuilt over the new buffers with `Replayed.apply`:
+the node keeps its Function's backward (and its name, e.g. `MulBackward`), so
+`loss.backward()` runs that backward eagerly, op by op, exactly as after an
+eager call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _launch_hooks
+from ._capture import Graph, Ref, Step
+from ._fusion import Group, broadcast_strides, fused_kernel, kernel_source, plan_fusion
+from ._launch_hooks import Launch
+from .tensor import Tensor
+from .tensor_data import TensorData
+from .tensor_functions import Function, FunctionCtx
+
+
+class RecaptureError(Exception):
+    """A parameter's layout or requires_grad changed since the capture: capture again."""
+
+
+class _Payload:
+    """What a replayed node outputs and saves (the last, non-tensor argument of apply)."""
+
+    __slots__ = ("out", "saved", "attrs")
+
+    def __init__(self, out: Tensor, saved: tuple[Any, ...], attrs: dict[str, Any]) -> None:
+        self.out, self.saved, self.attrs = out, saved, attrs
+
+
+class Replayed(Function):
+    """A captured autograd node: its output is already computed; its backward is the original."""
+
+    original: type[Function] = Function
+
+    @classmethod
+    def forward(cls, ctx: FunctionCtx, *args: Any) -> Tensor:  # type: ignore[override]
+        """Restore what the original forward saved; return the replayed output."""
+        payload: _Payload = args[-1]
+        ctx.needs_input_grad = ctx.needs_input_grad[:-1]
+        for name, value in payload.attrs.items():
+            setattr(ctx, name, value)
+        ctx.save_for_backward(*payload.saved)
+        return payload.out
+
+    @classmethod
+    def backward(cls, ctx: FunctionCtx, grad: Any) -> tuple[Any, ...]:  # type: ignore[override]
+        """The original Function's backward (and None for the payload)."""
+        grads = cls.original.backward(ctx, grad)
+        return (*(grads if isinstance(grads, tuple) else (grads,)), None)
+
+
+_replayed: dict[type, type[Replayed]] = {}
+
+
+def replayed(function: type[Function]) -> type[Replayed]:
+    """The Replayed subclass standing for `function` (named like it, for grad_fn)."""
+    if function not in _replayed:
+        name = getattr(function, "node_name", function.__name__)
+        _replayed[function] = type(
+            function.__name__, (Replayed,), {"original": function, "node_name": name}
+        )
+    return _replayed[function]
+
+
+def _storage(bufs: list[Any], ref: Ref) -> Any:
+    base = bufs[ref.buf]
+    return base[ref.offset :] if ref.offset else base
+
+
+class _StepRun:
+    """One step run as recorded, straight on its kernel set."""
+
+    def __init__(self, step: Step, graph: Graph) -> None:
+        self.step = step
+        self.ops = step.backend.ops
+        self.kernel = getattr(self.ops, "map" if step.kind == "map_into" else step.kind)
+        self.fresh = step.kind != "map_into"
+        out = graph.buffers[step.out.buf]
+        self.size, self.dtype, self.fill = out.size, out.dtype, out.fill
+        self.refs = (step.out, *step.inputs)
+        self.arrays = [
+            (np.array(r.shape, np.int64), np.array(r.strides, np.int64)) for r in self.refs
+        ]
+
+    def run(self, bufs: list[Any], observed: bool) -> None:
+        step = self.step
+        if self.fresh:
+            if self.fill is None:
+                bufs[step.out.buf] = self.ops.empty(self.size, self.dtype)
+            else:
+                bufs[step.out.buf] = self.ops.from_numpy(np.full(self.size, self.fill, self.dtype))
+        if observed:
+            datas = [TensorData(bufs[r.buf], r.shape, r.strides, r.offset) for r in self.refs]
+            launch = Launch(
+                step.backend, step.kind, step.op, (datas[0],), tuple(datas[1:]), step.dim
+            )
+            _launch_hooks.deliver(launch)
+            return
+        args: list[Any] = [] if step.kind == "matmul" else [step.op]
+        for ref, (shape, strides) in zip(self.refs, self.arrays, strict=True):
+            args += (_storage(bufs, ref), shape, strides)
+        if step.kind == "reduce":
+            args.append(step.dim)
+        self.kernel(*args)
+
+
+class _FusedRun:
+    """A group of elementwise steps run as one generated kernel."""
+
+    def __init__(self, group: Group, graph: Graph, dtypes: list[str]) -> None:
+        self.group = group
+        self.backend = graph.steps[group.members[0]].backend
+        self.source = kernel_source(group, graph.steps, dtypes)
+        self.kernel = fused_kernel(self.source)
+        self.shape = np.array(group.shape, np.int64)
+        self.cells = int(np.prod(group.shape, dtype=np.int64))
+        self.outputs = [(b, graph.buffers[b].dtype) for b in group.outputs]
+        shape = group.shape
+        self.strided = [
+            broadcast_strides(r, shape)
+            for r in group.leaves
+            if not (r.shape == shape and r.strides == _row_major(shape))
+        ]
+        self.ops = tuple(graph.steps[m].op for m in group.members)
+        names = [graph.steps[m] for m in group.members]
+        self.name = "fused[" + ",".join(_launch_hooks.op_name(s.kind, s.op) for s in names) + "]"
+
+    def run(self, bufs: list[Any], observed: bool) -> None:
+        empty = self.backend.ops.empty
+        for b, dtype in self.outputs:
+            bufs[b] = empty(self.cells, dtype)
+        args = [self.shape, *(bufs[b] for b, _ in self.outputs)]
+        args += [_storage(bufs, r) for r in self.group.leaves]
+        args += self.strided
+        if self.cells == 0:
+            return
+        if not observed:
+            self.kernel(*args)
+            return
+        shape = self.group.shape
+        outs = tuple(TensorData(bufs[b], shape) for b, _ in self.outputs)
+        leaves = tuple(
+            TensorData(bufs[r.buf], r.shape, r.strides, r.offset) for r in self.group.leaves
+        )
+        launch = Launch(self.backend, "fused", -1, outs, leaves, name=self.name,
+                        fused_ops=self.ops, runner=lambda: self.kernel(*args))  # fmt: skip
+        _launch_hooks.deliver(launch)
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+class Plan:
+    """A captured function, ready to run again on inputs of the same signature."""
+
+    def __init__(self, graph: Graph, fuse: bool, label: str) -> None:
+        self.graph = graph
+        self.label = label
+        dtypes = [str(b.dtype) for b in graph.buffers]
+        items = plan_fusion(graph.steps, dtypes, graph.needed) if fuse else range(len(graph.steps))
+        self.program: list[_StepRun | _FusedRun] = []
+        for item in items:
+            if isinstance(item, Group):
+                if item.outputs:
+                    self.program.append(_FusedRun(item, graph, dtypes))
+            else:
+                self.program.append(_StepRun(graph.steps[item], graph))
+        self.inputs = [(b.index, n) for n, b in enumerate(graph.buffers) if b.origin == "input"]
+        self.consts = [(n, b.storage) for n, b in enumerate(graph.buffers) if b.origin == "const"]
+
+    @property
+    def fused(self) -> list[_FusedRun]:
+        """The fused kernels of this plan, in program order."""
+        return [item for item in self.program if isinstance(item, _FusedRun)]
+
+    def describe(self) -> str:
+        """The program, one line per kernel, for reading what was captured and fused."""
+        lines = [
+            f"{self.label}: {len(self.graph.steps)} launches captured, {len(self.program)} "
+            f"kernels per call, {len(self.graph.nodes)} autograd nodes"
+        ]
+        for item in self.program:
+            if isinstance(item, _FusedRun):
+                lines.append(f"  {item.name} over {list(item.group.shape)}, writes "
+                             f"{len(item.outputs)}, reads {len(item.group.leaves)}")  # fmt: skip
+            else:
+                s = item.step
+                lines.append(f"  {_launch_hooks.op_name(s.kind, s.op)} -> {list(s.out.shape)}")
+        return "\n".join(lines)
+
+    def run(self, inputs: list[Tensor]) -> Any:
+        """Run the program on `inputs` and rebuild the result (with its autograd graph)."""
+        graph = self.graph
+        bufs: list[Any] = [None] * len(graph.buffers)
+        versions: dict[int, list[int]] = {}
+        for index, n in self.inputs:
+            bufs[n] = inputs[index]._data.base
+            versions[n] = inputs[index]._data.version
+        for obj, ref, requires_grad in graph.objects:
+            data = obj._data
+            if (data.shape, data.strides, data.offset) != (ref.shape, ref.strides, ref.offset) or (
+                obj.requires_grad != requires_grad
+                or data.base.dtype != graph.buffers[ref.buf].dtype
+            ):
+                raise RecaptureError
+            if bufs[ref.buf] is not None and bufs[ref.buf] is not data.base:
+                raise RecaptureError
+            bufs[ref.buf] = data.base
+            versions[ref.buf] = data.version
+        for n, storage in self.consts:
+            bufs[n] = storage
+        observed = _launch_hooks.listening()
+        if observed:
+            with _launch_hooks.launch_context(self.label, "forward"):
+                for item in self.program:
+                    item.run(bufs, True)
+        else:
+            for item in self.program:
+                item.run(bufs, False)
+        return _Rebuild(self, bufs, versions, inputs).result()
+
+
+class _Rebuild:
+    """Turns the captured result's references into tensors over this run's buffers."""
+
+    def __init__(self, plan: Plan, bufs: list[Any], versions: dict[int, list[int]],
+                 inputs: list[Tensor]) -> None:  # fmt: skip
+        self.graph, self.bufs, self.versions, self.inputs = plan.graph, bufs, versions, inputs
+        self.nodes: list[Tensor] = []
+
+    def result(self) -> Any:
+        for node in self.graph.nodes:
+            args = tuple(self.value(v) for v in node.args)
+            saved = tuple(self.value(v) for v in node.saved)
+            attrs = {k: self.value(v) for k, v in node.attrs.items()}
+            out = self.tensor(node.out, node.backend)
+            function = replayed(node.function)
+            self.nodes.append(function.apply(*args, _Payload(out, saved, attrs)))
+        return self.value(self.graph.result)
+
+    def tensor(self, ref: Ref, backend: Any) -> Tensor:
+        version = self.versions.setdefault(ref.buf, [0])
+        data = TensorData(self.bufs[ref.buf], ref.shape, ref.strides, ref.offset, version)
+        return Tensor(data, backend)
+
+    def value(self, v: Any) -> Any:
+        tag = v[0]
+        if tag == "value":
+            return v[1]
+        if tag == "input":
+            return self.inputs[v[1]]
+        if tag == "node":
+            return self.nodes[v[1]]
+        if tag == "object":
+            return self.graph.objects[v[1]][0]
+        if tag == "tensor":
+            return self.tensor(v[1], v[2])
+        if tag == "copy":
+            made = self.tensor(v[1], v[2])
+            return Tensor(made.backend.contiguous(made._data), made.backend)
+        if tag == "seq":
+            return v[1](self.value(x) for x in v[2])
+        return {k: self.value(x) for k, x in v[1].items()}
+
+
+__all__ = ["Plan", "RecaptureError", "Replayed", "replayed"]

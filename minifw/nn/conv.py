@@ -1,0 +1,266 @@
+"""Convolution and pooling as unfold + matmul / reduce (im2col), for any backend.
+
+`Unfold` turns the sliding windows of an (N, C, *spatial) input into new dims:
+(N, C, *kernel, *out). It is one strided *view* of the (padded) input, with
+strides `(sN, sC, *s_spatial, *(s_spatial * stride))`, followed by one contiguous
+copy. Convolution is then one batched matmul of the weight (OC, C * prod(kernel))
+with the windows (N, C * prod(kernel), prod(out)); pooling is a max or mean over
+the kernel dims. The backward of Unfold is "fold": each kernel offset's slice of
+the gradient is added back into the strided slice of the input it came from.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from .. import operators as ops
+from ..tensor import Tensor
+from ..tensor_data import TensorData
+from ..tensor_functions import Function, FunctionCtx
+from ..tensor_ops import TensorBackend
+
+IntOrTuple = int | Sequence[int]
+
+
+def _tuple(value: IntOrTuple, n: int, name: str) -> tuple[int, ...]:
+    """`value` repeated to n ints (or checked to have n entries)."""
+    items = (value,) * n if isinstance(value, int) else tuple(int(v) for v in value)
+    if len(items) != n:
+        raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {value!r}")
+    return items
+
+
+# BEGIN TASK 4.1
+
+
+def _inner(padded: TensorData, shape: tuple[int, ...], padding: tuple[int, ...]) -> TensorData:
+    """The view of `padded` without its padding: the cells of the original `shape`."""
+    for d, p in enumerate(padding):
+        padded = padded.narrow(2 + d, slice(p, p + shape[2 + d]))
+    return padded
+
+
+def _padded(
+    x: TensorData, backend: TensorBackend, padding: tuple[int, ...], fill: float
+) -> TensorData:
+    """x with `padding` cells of `fill` on both sides of each spatial dim (x itself if none)."""
+    if not any(padding):
+        return x
+    shape = x.shape[:2] + tuple(s + 2 * p for s, p in zip(x.shape[2:], padding, strict=True))
+    out = backend.full(shape, fill, x.base.dtype)
+    backend.copy_into(_inner(out, x.shape, padding), x)
+    return out
+
+
+def _windows(
+    x: TensorData, kernel: tuple[int, ...], stride: tuple[int, ...], out: tuple[int, ...]
+) -> TensorData:
+    """The strided view (N, C, *kernel, *out) of x: cell (n, c, *k, *o) is x[n, c, *(o*s + k)]."""
+    spatial = x.strides[2:]
+    strides = x.strides[:2] + spatial + tuple(st * s for st, s in zip(spatial, stride, strict=True))
+    return TensorData(x.base, x.shape[:2] + kernel + out, strides, x.offset)
+
+
+def _out_size(size: int, kernel: int, stride: int, padding: int) -> int:
+    """Number of window positions along one spatial dim."""
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+class Unfold(Function):
+    """Sliding windows as dims: (N, C, *S) -> (N, C, *kernel, *out), a contiguous copy."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: FunctionCtx,
+        x: Tensor,
+        kernel: tuple[int, ...],
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        fill: float,
+    ) -> Tensor:
+        """Pad with `fill`, view the windows with strides, copy them contiguously."""
+        out = tuple(
+            _out_size(s, k, st, p)
+            for s, k, st, p in zip(x.shape[2:], kernel, stride, padding, strict=True)
+        )
+        ctx.shape, ctx.kernel, ctx.stride, ctx.padding = x.shape, kernel, stride, padding
+        padded = _padded(x._data, x.backend, padding, fill)
+        return x._new(x.backend.contiguous(_windows(padded, kernel, stride, out)))
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None, None]:
+        """Fold: add each kernel offset's gradient slice into the input cells it read."""
+        kernel, stride, padding = ctx.kernel, ctx.stride, ctx.padding
+        nd = len(kernel)
+        out = grad.shape[2 + nd :]
+        padded_shape = ctx.shape[:2] + tuple(
+            s + 2 * p for s, p in zip(ctx.shape[2:], padding, strict=True)
+        )
+        total = grad._zeros(padded_shape)
+        overlap = any(s < k for s, k in zip(stride, kernel, strict=True))
+        backend = grad.backend
+        for offset in itertools.product(*(range(k) for k in kernel)):
+            target = total._data
+            part = grad._data
+            for d in range(nd):
+                stop = offset[d] + stride[d] * (out[d] - 1) + 1
+                target = target.narrow(2 + d, slice(offset[d], stop, stride[d]))
+                part = part.select(2, offset[d])
+            if overlap:
+                part = backend.zip(ops.ADD, target, part)
+            backend.copy_into(target, part)
+        if any(padding):
+            total = total._new(backend.contiguous(_inner(total._data, ctx.shape, padding)))
+        return total, None, None, None, None
+
+
+def unfold(
+    input: Tensor,  # noqa: A002 - PyTorch's argument name
+    kernel_size: tuple[int, ...],
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    fill: float = 0.0,
+) -> Tensor:
+    """The windows of `input` (N, C, *S) as a tensor (N, C, *kernel_size, *out)."""
+    nd = len(kernel_size)
+    if input.dim() != 2 + nd:
+        raise RuntimeError(f"unfold: expected a {2 + nd}-D input (N, C, ...), got {input.shape}")
+    for s, k, st, p in zip(input.shape[2:], kernel_size, stride, padding, strict=True):
+        if st < 1 or p < 0 or k < 1:
+            raise RuntimeError(
+                f"non-positive stride {stride}, negative padding {padding} or empty kernel "
+                f"{kernel_size} is not supported"
+            )
+        if _out_size(s, k, st, p) < 1:
+            raise RuntimeError(
+                f"Calculated padded input size per channel: {s + 2 * p}. Kernel size: {k}. "
+                f"Kernel size can't be greater than actual input size (input shape "
+                f"{input.shape}, kernel {kernel_size}, padding {padding})"
+            )
+    return Unfold.apply(input, kernel_size, stride, padding, fill)  # type: ignore[no-any-return]
+
+
+def _conv(
+    name: str,
+    input: Tensor,  # noqa: A002
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: IntOrTuple,
+    padding: IntOrTuple,
+) -> Tensor:
+    """N-d convolution: weight (OC, C, *K) @ windows (N, C*prod(K), prod(out)) + bias."""
+    nd = weight.dim() - 2
+    batched = input.dim() == nd + 2
+    if weight.dim() < 3 or input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(
+            f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) input and a "
+            f"{nd + 2}-D weight, got input {input.shape} and weight {weight.shape}"
+        )
+    x = input if batched else input.unsqueeze(0)
+    oc, c = weight.shape[:2]
+    if x.shape[1] != c:
+        raise RuntimeError(
+            f"{name}: Given groups=1, weight of size {list(weight.shape)}, expected input"
+            f"{list(x.shape)} to have {c} channels, but got {x.shape[1]} channels instead"
+        )
+    if x.dtype is not weight.dtype or (bias is not None and bias.dtype is not weight.dtype):
+        raise RuntimeError(
+            f"{name}: Input type ({x.dtype}), weight type ({weight.dtype}) and bias type "
+            f"({None if bias is None else bias.dtype}) should be the same"
+        )
+    if bias is not None and bias.shape != (oc,):
+        raise RuntimeError(f"{name}: expected bias of shape ({oc},), got {bias.shape}")
+    kernel = weight.shape[2:]
+    strides, pads = _tuple(stride, nd, "stride"), _tuple(padding, nd, "padding")
+    cols = unfold(x, kernel, strides, pads)
+    out_shape = cols.shape[2 + nd :]
+    cols = cols.view(x.shape[0], c * math.prod(kernel), math.prod(out_shape))
+    out = (weight.reshape(oc, c * math.prod(kernel)) @ cols).view(x.shape[0], oc, *out_shape)
+    if bias is not None:
+        out = out + bias.view(oc, *([1] * nd))
+    return out if batched else out.squeeze(0)
+
+
+def conv1d(
+    input: Tensor,  # noqa: A002
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+) -> Tensor:
+    """1-D convolution (cross-correlation) of (N, C, L) with weight (OC, C, K) -> (N, OC, L')."""
+    return _conv("conv1d", input, weight, bias, stride, padding)
+
+
+# END TASK 4.1
+
+# BEGIN TASK 4.2
+
+
+def conv2d(
+    input: Tensor,  # noqa: A002
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+) -> Tensor:
+    """2-D convolution of (N, C, H, W) with weight (OC, C, KH, KW) -> (N, OC, H', W')."""
+    if weight.dim() != 4:
+        raise RuntimeError(f"conv2d: expected a 4-D weight (OC, C, KH, KW), got {weight.shape}")
+    return _conv("conv2d", input, weight, bias, stride, padding)
+
+
+# END TASK 4.2
+
+# BEGIN TASK 4.3
+
+
+def _pool_windows(
+    name: str, input: Tensor, kernel_size: Any, stride: Any, padding: Any, fill: float  # noqa: A002
+) -> tuple[Tensor, bool]:
+    """The 2-D windows of `input` with the kernel dims merged: (N, C, KH*KW, OH, OW)."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"{name}: expected a 3-D or 4-D input, got shape {input.shape}")
+    batched = input.dim() == 4
+    x = input if batched else input.unsqueeze(0)
+    kernel = _tuple(kernel_size, 2, "kernel_size")
+    strides = kernel if stride is None else _tuple(stride, 2, "stride")
+    pads = _tuple(padding, 2, "padding")
+    if any(2 * p > k for p, k in zip(pads, kernel, strict=True)):
+        raise RuntimeError(
+            f"{name}: pad should be at most half of effective kernel size, but got pad={pads}, "
+            f"kernel_size={kernel}"
+        )
+    cols = unfold(x, kernel, strides, pads, fill)
+    n, c, _, _, oh, ow = cols.shape
+    return cols.view(n, c, kernel[0] * kernel[1], oh, ow), batched
+
+
+def max_pool2d(
+    input: Tensor,  # noqa: A002
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+) -> Tensor:
+    """The max of each window (stride defaults to the kernel); grads go to the argmax."""
+    cols, batched = _pool_windows("max_pool2d", input, kernel_size, stride, padding, -math.inf)
+    out = cols.max(2).values
+    return out if batched else out.squeeze(0)
+
+
+def avg_pool2d(
+    input: Tensor,  # noqa: A002
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+) -> Tensor:
+    """The mean of each window (padding counts as zeros, as PyTorch's default)."""
+    cols, batched = _pool_windows("avg_pool2d", input, kernel_size, stride, padding, 0.0)
+    out = cols.mean(2)
+    return out if batched else out.squeeze(0)
+
+
+# END TASK 4.3

@@ -1,0 +1,110 @@
+"""`minifw.nn.functional`: the stateless operations that layers are built from.
+
+Mirrors `torch.nn.functional`. Activations, softmax and dropout live in
+`activation.py`, convolution and pooling in `conv.py`, losses in `loss.py`; this
+module adds `linear`, `embedding` and `layer_norm` and gathers all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..tensor import Tensor, tensor
+from ..tensor_functions import Function, FunctionCtx
+from .activation import dropout, log_softmax, one_hot, relu, sigmoid, softmax, tanh
+from .conv import avg_pool2d, conv1d, conv2d, max_pool2d, unfold
+from .loss import binary_cross_entropy, cross_entropy, mse_loss, nll_loss
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
+    """input @ weight.T + bias, for input (..., in) and weight (out, in)."""
+    if weight.dim() != 2 or input.dim() == 0 or input.shape[-1] != weight.shape[1]:
+        raise RuntimeError(
+            f"linear: input of shape {input.shape} has {input.shape[-1] if input.dim() else 0} "
+            f"features but weight of shape {weight.shape} expects (out_features, in_features)"
+            f" with in_features = {weight.shape[1] if weight.dim() == 2 else '?'}"
+        )
+    out = input @ weight.transpose(0, 1)
+    return out if bias is None else out + bias
+
+
+class EmbeddingLookup(Function):
+    """Rows of `weight` picked by int64 indices; backward adds each gradient row back."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: FunctionCtx, weight: Tensor, indices: Tensor, padding_idx: int | None
+    ) -> Tensor:
+        """out[..., :] = weight[indices[...], :] (a gather on the host copy of the indices)."""
+        index = indices.detach().cpu().numpy()
+        ctx.index, ctx.rows, ctx.padding_idx = index, weight.shape[0], padding_idx
+        rows = weight.detach().cpu().numpy()[index]
+        return tensor(rows, dtype=weight.dtype, backend=weight.backend)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
+        """grad_weight[i] = sum of grad rows whose index is i (scatter-add); padding row 0."""
+        g = grad.detach().cpu().numpy().reshape(-1, grad.shape[-1])
+        total = np.zeros((ctx.rows, grad.shape[-1]), dtype=g.dtype)
+        np.add.at(total, ctx.index.reshape(-1), g)
+        if ctx.padding_idx is not None:
+            total[ctx.padding_idx] = 0.0
+        return tensor(total, dtype=grad.dtype, backend=grad.backend), None, None
+
+
+def embedding(
+    input: Tensor, weight: Tensor, padding_idx: int | None = None  # noqa: A002
+) -> Tensor:
+    """Rows of `weight` (num_embeddings, dim) for each int64 index: input.shape + (dim,)."""
+    if input.dtype is not dtypes.int64:
+        raise RuntimeError(
+            f"Expected tensor for argument #1 'indices' to have scalar type Long (int64); "
+            f"but got {input.dtype} instead (shape {input.shape})"
+        )
+    if weight.dim() != 2:
+        raise RuntimeError(f"embedding: weight must be 2-D, got shape {weight.shape}")
+    values = input.detach().cpu().numpy()
+    if values.size and (values.min() < 0 or values.max() >= weight.shape[0]):
+        bad = values.min() if values.min() < 0 else values.max()
+        raise IndexError(
+            f"index out of range in self: index {bad} for an embedding of "
+            f"{weight.shape[0]} rows"
+        )
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    return EmbeddingLookup.apply(weight, input, padding_idx)  # type: ignore[no-any-return]
+
+
+def layer_norm(
+    input: Tensor,  # noqa: A002
+    normalized_shape: Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) dims."""
+    shape = tuple(normalized_shape)
+    if not shape or input.shape[input.dim() - len(shape) :] != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape [*, "
+            f"{', '.join(map(str, shape))}], but got input of size {list(input.shape)}"
+        )
+    dims = tuple(range(input.dim() - len(shape), input.dim()))
+    centered = input - input.mean(dims, keepdim=True)
+    var = (centered * centered).mean(dims, keepdim=True)
+    out = centered / (var + eps).sqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+__all__ = [
+    "avg_pool2d", "binary_cross_entropy", "conv1d", "conv2d", "cross_entropy", "dropout",
+    "embedding", "layer_norm", "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss",
+    "one_hot", "relu", "sigmoid", "softmax", "tanh", "unfold",
+]  # fmt: skip

@@ -1,0 +1,243 @@
+"""Optimizers: SGD (momentum, Nesterov, weight decay) and Adam, as in PyTorch.
+
+An optimizer holds `param_groups`, a list of dicts each with "params" and its own
+hyperparameters ("lr", ...), and a per-parameter `state` (momentum buffers, Adam's
+moments). `step()` updates the parameters in place under `no_grad`, following
+PyTorch's formulas exactly, so the same seed gives the same run. `state_dict()`
+names parameters by their position (0, 1, ...) across groups, like PyTorch, and
+`load_state_dict` puts the state back so training resumes where it stopped.
+
+Parameters may be `nn.Parameter`s (the optimizer reads `.value` at each step, so
+it follows `module.to(...)`) or plain tensors that require grad.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from .autodiff import no_grad
+from .nn.module import Parameter
+from .tensor import Tensor
+
+ParamLike = Parameter | Tensor
+
+
+def _tensor(param: ParamLike) -> Tensor:
+    """The tensor a Parameter wraps, or the tensor itself."""
+    return param.value if isinstance(param, Parameter) else param  # type: ignore[no-any-return]
+
+
+class Optimizer:
+    """Base class: parameter groups, per-parameter state, zero_grad and state dicts.
+
+    Args:
+        params: parameters (or tensors), or dicts with "params" and overrides of `defaults`.
+        defaults: the hyperparameters every group gets unless it sets its own.
+    """
+
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        self.defaults = dict(defaults)
+        self.state: dict[ParamLike, dict[str, Any]] = {}
+        self.param_groups: list[dict[str, Any]] = []
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own hyperparameters (others from defaults)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param group must be a dict, got {type(param_group).__name__}")
+        given = param_group["params"]
+        params = [given] if isinstance(given, Parameter | Tensor) else list(given)
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
+        for i, p in enumerate(params):
+            if not isinstance(p, Parameter | Tensor):
+                raise TypeError(
+                    f"optimizer can only optimize Tensors or Parameters, but param {i} of the "
+                    f"group is a {type(p).__name__}"
+                )
+            t = _tensor(p)
+            if not t.is_leaf:
+                raise ValueError(f"can't optimize a non-leaf Tensor (param {i}, shape {t.shape})")
+            if id(p) in seen:
+                raise ValueError("some parameters appear in more than one parameter group")
+            seen.add(id(p))
+        group = {**self.defaults, **param_group, "params": params}
+        for key, value in group.items():
+            if key != "params" and isinstance(value, float) and value < 0:
+                raise ValueError(f"Invalid {key} value: {value}")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget every parameter's gradient (set it to None, or fill it with zeros)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                t = _tensor(p)
+                if set_to_none:
+                    t.grad = None
+                elif t.grad is not None:
+                    with no_grad():
+                        t.grad.zero_()
+
+    def step(self) -> None:
+        """Update every parameter that has a gradient, in place."""
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    t = _tensor(p)
+                    if t.grad is not None:
+                        self._update(t, t.grad, group, self.state.setdefault(p, {}))
+
+    def _update(
+        self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]
+    ) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define _update")
+
+    def state_dict(self) -> dict[str, Any]:
+        """{"state": {index: {name: value}}, "param_groups": [{..., "params": [index]}]}.
+
+        Tensors in the state are copies, so later steps do not change a saved dict.
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            ids = []
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": ids})
+        state = {
+            index[id(p)]: {k: v.clone() if isinstance(v, Tensor) else v for k, v in s.items()}
+            for p, s in self.state.items()
+            if s
+        }
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore hyperparameters and per-parameter state saved by `state_dict`."""
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(
+                f"loaded state dict has a different number of parameter groups "
+                f"({len(saved_groups)}) than the optimizer ({len(self.param_groups)})"
+            )
+        by_index: dict[int, ParamLike] = {}
+        for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups, strict=True)):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError(
+                    f"loaded state dict contains a parameter group {i} of "
+                    f"{len(saved['params'])} parameters, but the optimizer's group has "
+                    f"{len(group['params'])}"
+                )
+            by_index.update(zip((int(k) for k in saved["params"]), group["params"], strict=True))
+        self.state = {}
+        for key, saved_state in state_dict["state"].items():
+            if int(key) not in by_index:
+                raise ValueError(f"loaded state dict has state for unknown parameter {key}")
+            p = by_index[int(key)]
+            self.state[p] = {k: self._cast(v, _tensor(p)) for k, v in saved_state.items()}
+        for group, saved in zip(self.param_groups, saved_groups, strict=True):
+            group.update({k: v for k, v in saved.items() if k != "params"})
+
+    @staticmethod
+    def _cast(value: Any, param: Tensor) -> Any:
+        """A saved state tensor as a fresh tensor of the parameter's dtype and device."""
+        if not isinstance(value, Tensor):
+            return value
+        return value.detach().to(param.dtype).to(param.device).clone()
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {group[k]}" for k in sorted(group) if k != "params"]
+        return "\n".join(lines) + "\n)"
+
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum, Nesterov and weight decay.
+
+    Per step: g = grad + weight_decay * p; buf = momentum * buf + (1 - dampening) * g
+    (buf = g on the first step); g = g + momentum * buf if nesterov else buf;
+    p -= lr * g.
+    """
+
+    def __init__(
+        self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0,
+        dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
+    ) -> None:  # fmt: skip
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = {
+            "lr": lr, "momentum": momentum, "dampening": dampening,
+            "weight_decay": weight_decay, "nesterov": nesterov,
+        }  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _update(
+        self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]
+    ) -> None:
+        """One SGD step for one parameter."""
+        if group["weight_decay"]:
+            grad = grad + param * group["weight_decay"]
+        momentum = group["momentum"]
+        if momentum:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = grad.clone()
+            else:
+                buf.mul_(momentum).add_(grad, alpha=1.0 - group["dampening"])
+            grad = grad + buf * momentum if group["nesterov"] else buf
+        param.sub_(grad * group["lr"])
+
+
+class Adam(Optimizer):
+    """Adam: per-parameter steps scaled by running averages of the gradient and its square.
+
+    Per step t: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), with g = grad +
+    weight_decay * p (L2 penalty, as torch.optim.Adam).
+    """
+
+    def __init__(
+        self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8, weight_decay: float = 0.0,
+    ) -> None:  # fmt: skip
+        if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameters: {betas}")
+        if lr < 0.0 or eps < 0.0:
+            raise ValueError(f"Invalid learning rate {lr} or epsilon {eps}")
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
+        super().__init__(params, defaults)
+
+    def _update(
+        self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]
+    ) -> None:
+        """One Adam step for one parameter."""
+        beta1, beta2 = group["betas"]
+        if group["weight_decay"]:
+            grad = grad + param * group["weight_decay"]
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = grad * 0.0
+            state["exp_avg_sq"] = grad * 0.0
+        state["step"] += 1
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        m.add_((grad - m) * (1.0 - beta1))
+        v.mul_(beta2).add_(grad * grad * (1.0 - beta2))
+        step = state["step"]
+        step_size = group["lr"] / (1.0 - beta1**step)
+        denom = v.sqrt() / math.sqrt(1.0 - beta2**step) + group["eps"]
+        param.sub_(m / denom * step_size)
+
+
+__all__ = ["Adam", "Optimizer", "SGD"]

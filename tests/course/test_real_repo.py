@@ -1,0 +1,114 @@
+"""The tooling on this repository as it is: generate modules 1 and 2, grade the reference.
+
+Only a handful of tests per task run here (the first few that are not `slow`), so
+these checks stay quick; the synthetic-repository tests cover every rule in detail.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from minifw.course.assignment import make_assignment
+from minifw.course.fences import scan_fences
+from minifw.course.grade import grade, parse_tasks
+from minifw.course.markers import PytestRun, check_markers, collect, run_pytest
+from minifw.course.tasks import TASKS
+
+pytestmark = pytest.mark.staff
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULE_OF = {task.marker: task.module for task in TASKS}
+PER_TASK = 3
+
+
+def task_of(event: dict) -> str | None:
+    tasks = [m for m in event["markers"] if m in MODULE_OF]
+    return tasks[0] if tasks else None
+
+
+def a_few_tests(run: PytestRun, wanted) -> dict[str, list[str]]:
+    """Up to PER_TASK non-slow test ids for each task marker that `wanted` accepts."""
+    chosen: dict[str, list[str]] = {}
+    for nodeid, event in run.collected.items():
+        marker = task_of(event)
+        if marker and wanted(MODULE_OF[marker]) and "slow" not in event["all_markers"]:
+            picked = chosen.setdefault(marker, [])
+            if len(picked) < PER_TASK:
+                picked.append(nodeid)
+    return chosen
+
+
+@pytest.fixture(scope="module")
+def reference() -> PytestRun:
+    run = collect(ROOT)
+    assert run.finished, run.output
+    return run
+
+
+@pytest.mark.parametrize("module", [1, 2])
+def test_generated_assignment_of_this_repository(module: int, tmp_path: Path) -> None:
+    out = tmp_path / f"module{module}"
+    report = make_assignment(ROOT, out, module)
+
+    scan = scan_fences(ROOT)
+    expected = {
+        (name, function)
+        for task, files in scan.items()
+        if MODULE_OF["task" + task.replace(".", "_")] >= module
+        for name, functions in files.items()
+        for function in functions
+    }
+    stubbed = {(name, stub.qualname) for name, stubs in report.stubs.items() for stub in stubs}
+    assert stubbed == expected
+    for path in sorted((ROOT / "minifw").rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if "__pycache__" not in name and name not in report.stubs:
+            assert (out / name).read_bytes() == path.read_bytes(), f"{name} changed"
+
+    env = dict(os.environ, PYTHONPATH=str(out))
+    imported = subprocess.run(
+        [sys.executable, "-c", "import minifw"], cwd=out, env=env, capture_output=True, text=True
+    )
+    assert imported.returncode == 0, imported.stderr
+
+    student = collect(out)
+    assert check_markers(student) == []
+    later = [
+        n for n, e in student.collected.items() if MODULE_OF.get(task_of(e) or "", 0) > module
+    ]
+    assert later == [], "tests of later modules were kept"
+
+    earlier = a_few_tests(student, lambda m: m < module)
+    if earlier:
+        ids = [nodeid for ids in earlier.values() for nodeid in ids]
+        run = run_pytest(out, ["-q", *ids], timeout=600)
+        failing = {n: r["message"] for n, r in run.results.items() if r["outcome"] != "passed"}
+        assert run.finished and not failing, failing
+    current = a_few_tests(student, lambda m: m == module)
+    if current:
+        ids = [nodeid for ids in current.values() for nodeid in ids]
+        run = run_pytest(out, ["-q", *ids], timeout=600)
+        assert run.finished
+        for marker, nodeids in current.items():
+            messages = [run.results[n]["message"] for n in nodeids if n in run.results]
+            assert any("NotImplementedError: Task " in m for m in messages), (marker, messages)
+
+
+def test_grading_the_reference_gives_full_marks(reference: PytestRun, tmp_path: Path) -> None:
+    counts: dict[str, int] = {}
+    for event in reference.collected.values():
+        marker = task_of(event)
+        if marker:
+            counts[marker] = counts.get(marker, 0) + 1
+    preferred = ["0.1", "1.1", "0.3", "1.4", "2.1", "2.2"]
+    present = [t for t in preferred if "task" + t.replace(".", "_") in counts]
+    chosen = sorted(present, key=lambda t: counts["task" + t.replace(".", "_")])[:2]
+    assert chosen, f"none of the tasks {preferred} has tests in this repository yet"
+    results = grade(ROOT, parse_tasks(",".join(chosen)), 600, tmp_path / "r.json", log=print)
+    for result in results:
+        assert result.counted > 0 and result.score == result.max_score, result.output

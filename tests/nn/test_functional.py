@@ -1,0 +1,173 @@
+"""nn.functional activations, softmax family, dropout, linear, one_hot, embedding, layer_norm.
+
+Every op with a PyTorch counterpart is compared with it in float64, forward and backward.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import minifw as mf
+import minifw.nn.functional as F
+from minifw.autograd import gradcheck
+from minifw.testing import assert_close, shapes, small_floats
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+
+def run_both(mf_fn, torch_fn, arrays, seed=0):
+    """Run fn on minifw and torch float64 leaves; compare outputs and all input grads."""
+    ours = [mf.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, ref = mf_fn(*ours), torch_fn(*theirs)
+    assert_close(out, ref, rtol=1e-9, atol=1e-12)
+    seed_grad = np.random.default_rng(seed).standard_normal(tuple(ref.shape))
+    out.backward(mf.tensor(seed_grad))
+    ref.backward(torch.tensor(seed_grad))
+    for mine, want in zip(ours, theirs, strict=True):
+        assert_close(mine.grad, want.grad, rtol=1e-8, atol=1e-11)
+
+
+arrays = hnp.arrays(np.float64, shapes(min_dims=1, max_dims=3), elements=small_floats(-5, 5))
+
+
+@pytest.mark.task4_4
+@settings(deadline=None)
+@given(arrays, st.data())
+def test_softmax_and_log_softmax_match_torch(values, data):
+    dim = data.draw(st.integers(-values.ndim, values.ndim - 1))
+    run_both(lambda t: F.softmax(t, dim), lambda t: TF.softmax(t, dim), [values])
+    run_both(lambda t: F.log_softmax(t, dim), lambda t: TF.log_softmax(t, dim), [values])
+
+
+@pytest.mark.task4_4
+def test_softmax_family_is_stable_for_huge_logits():
+    logits = np.array([[1000.0, 0.0, -1000.0], [1000.0, 1000.0, 999.0]])
+    run_both(lambda t: F.softmax(t, 1), lambda t: TF.softmax(t, 1), [logits])
+    run_both(lambda t: F.log_softmax(t, 1), lambda t: TF.log_softmax(t, 1), [logits])
+    out = F.log_softmax(mf.tensor(logits), 1)
+    assert np.isfinite(out.numpy()).all()
+    targets = np.array([2, 0])
+    loss = F.cross_entropy(mf.tensor(logits), mf.tensor(targets))
+    assert_close(loss, TF.cross_entropy(torch.tensor(logits), torch.tensor(targets)))
+
+
+@pytest.mark.task4_4
+def test_softmax_gradcheck_and_float32():
+    x = mf.tensor(np.random.default_rng(1).standard_normal((2, 3)), requires_grad=True)
+    assert gradcheck(lambda t: F.log_softmax(t, 0), [x])
+    small = F.softmax(mf.tensor([1.0, 2.0], dtype=mf.float32), 0)
+    assert small.dtype is mf.float32
+    assert abs(sum(small.tolist()) - 1.0) < 1e-6
+
+
+@pytest.mark.task4_4
+@settings(deadline=None)
+@given(arrays, st.data())
+def test_max_along_dim_matches_torch(values, data):
+    dim = data.draw(st.integers(-values.ndim, values.ndim - 1))
+    keepdim = data.draw(st.booleans())
+    run_both(lambda t: t.max(dim, keepdim).values, lambda t: t.max(dim, keepdim).values, [values])
+    ours = mf.tensor(values).max(dim, keepdim).indices
+    assert ours.tolist() == torch.tensor(values).max(dim, keepdim).indices.tolist()
+
+
+@pytest.mark.task4_4
+def test_dropout_identity_when_not_training_or_p_zero():
+    x = mf.randn(4, 5, requires_grad=True)
+    assert F.dropout(x, 0.5, training=False) is x
+    assert F.dropout(x, 0.0) is x
+    assert F.dropout(x, 1.0).tolist() == [[0.0] * 5] * 4
+    with pytest.raises(ValueError, match="between 0 and 1, but got 1.5"):
+        F.dropout(x, 1.5)
+
+
+@pytest.mark.task4_4
+def test_dropout_scales_survivors_and_is_reproducible():
+    x = mf.ones(200, 50, requires_grad=True)
+    mf.manual_seed(3)
+    first = F.dropout(x, 0.3)
+    mf.manual_seed(3)
+    second = F.dropout(x, 0.3)
+    assert first.tolist() == second.tolist()
+    values = first.detach().numpy()
+    kept = values != 0
+    assert np.allclose(values[kept], 1 / 0.7)
+    assert abs(kept.mean() - 0.7) < 0.02
+    first.sum().backward()
+    assert np.array_equal(x.grad.numpy(), values)
+    third = F.dropout(x, 0.3)
+    assert third.tolist() != first.tolist()
+
+
+@pytest.mark.task4_5
+@pytest.mark.parametrize("name", ["relu", "sigmoid", "tanh"])
+def test_activations_match_torch(name):
+    values = np.random.default_rng(0).uniform(-4, 4, size=(3, 4))
+    run_both(getattr(F, name), getattr(TF, name) if name == "relu" else getattr(torch, name), [values])
+
+
+@pytest.mark.task4_5
+def test_linear_matches_torch_and_checks_shapes():
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4)), rng.standard_normal(5)
+    run_both(F.linear, TF.linear, [x, w, b])
+    run_both(lambda x, w: F.linear(x, w), lambda x, w: TF.linear(x, w), [x, w])
+    with pytest.raises(RuntimeError, match=r"input of shape \(2, 3\) has 3 features"):
+        F.linear(mf.zeros(2, 3), mf.zeros(5, 4))
+
+
+@pytest.mark.task4_5
+def test_one_hot_matches_torch():
+    labels = np.array([[0, 3], [2, 1]])
+    ours = F.one_hot(mf.tensor(labels))
+    assert ours.dtype is mf.int64
+    assert ours.tolist() == TF.one_hot(torch.tensor(labels)).tolist()
+    assert F.one_hot(mf.tensor([1]), 4).tolist() == [[0, 1, 0, 0]]
+    with pytest.raises(RuntimeError, match="smaller than num_classes"):
+        F.one_hot(mf.tensor([5]), 3)
+    with pytest.raises(RuntimeError, match="non-negative"):
+        F.one_hot(mf.tensor([-1]), 3)
+    with pytest.raises(RuntimeError, match="index tensor of dtype int64"):
+        F.one_hot(mf.tensor([1.0]), 3)
+
+
+@pytest.mark.task4_5
+def test_embedding_gathers_and_scatter_adds():
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((6, 3))
+    index = np.array([[1, 4, 1], [0, 5, 1]])
+    run_both(
+        lambda w: F.embedding(mf.tensor(index), w),
+        lambda w: TF.embedding(torch.tensor(index), w),
+        [weight],
+    )
+    run_both(
+        lambda w: F.embedding(mf.tensor(index), w, padding_idx=1),
+        lambda w: TF.embedding(torch.tensor(index), w, padding_idx=1),
+        [weight],
+    )
+    with pytest.raises(IndexError, match="index out of range in self: index 6"):
+        F.embedding(mf.tensor([6]), mf.tensor(weight))
+    with pytest.raises(RuntimeError, match="scalar type Long"):
+        F.embedding(mf.tensor([1.0]), mf.tensor(weight))
+
+
+@pytest.mark.task4_5
+def test_layer_norm_matches_torch_and_gradchecks():
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    run_both(
+        lambda x, w, b: F.layer_norm(x, (3, 4), w, b),
+        lambda x, w, b: TF.layer_norm(x, (3, 4), w, b),
+        [x, w, b],
+    )
+    small = mf.tensor(rng.standard_normal((2, 3)), requires_grad=True)
+    assert gradcheck(lambda t: F.layer_norm(t, (3,)), [small])
+    with pytest.raises(RuntimeError, match=r"expected input with shape \[\*, 5\]"):
+        F.layer_norm(mf.zeros(2, 3), (5,))
