@@ -35,8 +35,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from minifw import operators as ops  # noqa: E402
 from minifw.backends import cuda_available, get_backend  # noqa: E402
 
-FULL = {"matmul": (1024, 2048, 4096), "cells": 10_000_000, "rows": 10_000, "mlp": (64, 1024)}
-TINY = {"matmul": (4, 8, 12), "cells": 2_000, "rows": 20, "mlp": (4,)}
+FULL = {
+    "matmul": (1024, 2048, 4096), "cells": 10_000_000, "rows": 10_000,
+    "mlp_batches": (64, 1024), "mlp_widths": (784, 128, 10),
+}  # fmt: skip
+TINY = {
+    "matmul": (4, 8, 12), "cells": 512, "rows": 16,
+    "mlp_batches": (4,), "mlp_widths": (12, 8, 4),
+}  # fmt: skip
 CPU_BACKEND = "fast"
 
 
@@ -58,7 +64,7 @@ def main() -> int:
     failures = correctness(tiny=args.tiny)
     matmul_table(cuda, torch, sizes["matmul"], repeat)
     throughput_table(cuda, torch, sizes["cells"], sizes["rows"], repeat)
-    mlp_table(cuda, torch, sizes["mlp"], repeat)
+    mlp_table(cuda, torch, sizes["mlp_batches"], sizes["mlp_widths"], repeat)
     verdict = "all checks passed" if not failures else f"FAILED {', '.join(failures)}"
     print(f"\ntotal {time.perf_counter() - start:.1f} s; correctness: {verdict}")
     return 1 if failures else 0
@@ -227,8 +233,10 @@ def throughput_cases(torch: Any, host: np.ndarray) -> list[Case]:
 # 4. MLP training step -------------------------------------------------------------------
 
 
-def mlp_table(cuda: Any, torch: Any, batches: tuple[int, ...], repeat: int) -> None:
-    print("\n4. one SGD step of a 784-128-10 ReLU MLP (float64) on device 'cuda'")
+def mlp_table(
+    cuda: Any, torch: Any, batches: tuple[int, ...], widths: tuple[int, int, int], repeat: int
+) -> None:
+    print(f"\n4. one SGD step of a {'-'.join(map(str, widths))} ReLU MLP (float64) on 'cuda'")
     try:
         import minifw as mf
     except Exception as error:  # noqa: BLE001 - report and go on: the rest has run
@@ -236,7 +244,7 @@ def mlp_table(cuda: Any, torch: Any, batches: tuple[int, ...], repeat: int) -> N
         return
     for batch in batches:
         try:
-            variant, step = minifw_mlp_step(mf, batch)
+            variant, step = minifw_mlp_step(mf, batch, widths)
             t_mf = best_time(step, cuda.synchronize, repeat)
         except Exception as error:  # noqa: BLE001 - the tensor API may be incomplete
             print(f"  batch {batch}: skipped, minifw lacks part of the API "
@@ -244,25 +252,30 @@ def mlp_table(cuda: Any, torch: Any, batches: tuple[int, ...], repeat: int) -> N
             return
         line = f"  batch {batch:>5}: minifw {t_mf * 1e3:9.3f} ms"
         if torch is not None:
-            t_th = best_time(torch_mlp_step(torch, batch), torch.cuda.synchronize, repeat)
+            step = torch_mlp_step(torch, batch, widths)
+            t_th = best_time(step, torch.cuda.synchronize, repeat)
             line += f", torch {t_th * 1e3:9.3f} ms, torch/minifw {t_th / t_mf:.3f}"
         print(f"{line}  [{variant}]")
 
 
-def mlp_data(batch: int) -> tuple[np.ndarray, np.ndarray]:
+def mlp_data(batch: int, widths: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(3)
-    return rng.random((batch, 784)), rng.integers(0, 10, batch)
+    return rng.random((batch, widths[0])), rng.integers(0, widths[2], batch)
 
 
-def minifw_mlp_step(mf: Any, batch: int) -> tuple[str, Callable[[], Any]]:
+def minifw_mlp_step(
+    mf: Any, batch: int, widths: tuple[int, int, int]
+) -> tuple[str, Callable[[], Any]]:
     """(variant, step): nn.Linear + cross_entropy + optim.SGD if present, else tensor ops."""
-    x_np, y_np = mlp_data(batch)
+    n_in, hidden, n_out = widths
+    x_np, y_np = mlp_data(batch, widths)
     x, y = mf.tensor(x_np, device="cuda"), mf.tensor(y_np, device="cuda")
     nn = getattr(mf, "nn", None)
     if all(hasattr(nn, name) for name in ("Sequential", "Linear", "ReLU")) and hasattr(
         getattr(mf, "optim", None), "SGD"
     ):
-        model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)).to("cuda")
+        model = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, n_out))
+        model = model.to("cuda")
         opt = mf.optim.SGD(model.parameters(), lr=0.05)
 
         def nn_step() -> Any:
@@ -276,9 +289,9 @@ def minifw_mlp_step(mf: Any, batch: int) -> tuple[str, Callable[[], Any]]:
     rng = np.random.default_rng(4)
     params = [
         mf.tensor(rng.standard_normal(shape) * 0.05, requires_grad=True, device="cuda")
-        for shape in ((784, 128), (128,), (128, 10), (10,))
+        for shape in ((n_in, hidden), (hidden,), (hidden, n_out), (n_out,))
     ]
-    onehot = mf.tensor(np.eye(10)[y_np], device="cuda")
+    onehot = mf.tensor(np.eye(n_out)[y_np], device="cuda")
 
     def tensor_step() -> Any:
         w1, b1, w2, b2 = params
@@ -296,12 +309,13 @@ def minifw_mlp_step(mf: Any, batch: int) -> tuple[str, Callable[[], Any]]:
     return "tensor ops (no nn.Sequential/optim.SGD yet)", tensor_step
 
 
-def torch_mlp_step(torch: Any, batch: int) -> Callable[[], Any]:
-    x_np, y_np = mlp_data(batch)
+def torch_mlp_step(torch: Any, batch: int, widths: tuple[int, int, int]) -> Callable[[], Any]:
+    n_in, hidden, n_out = widths
+    x_np, y_np = mlp_data(batch, widths)
     x, y = torch.from_numpy(x_np).cuda(), torch.from_numpy(y_np).cuda()
-    model = torch.nn.Sequential(
-        torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
-    ).double().cuda()  # fmt: skip
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, n_out))
+    model = model.double().cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
 
     def step() -> Any:

@@ -1,12 +1,13 @@
 """Time one training step of a 2-16-16-1 Scalar MLP against micrograd's, GC on.
 
 One step = forward over 100 points, mean squared error, backward, SGD update. Both
-engines build the same graph (same op count). Each engine runs its repeats in one
-block, so the garbage it leaves behind (micrograd's reference cycles) is charged to
-it. Prints best and median seconds per step and the ratios micrograd / minifw
-(above 1 means minifw is faster).
+engines build the same graph (same op count). Each engine runs its steps in blocks
+(after a full collection), so the garbage it leaves behind (micrograd's reference
+cycles) is charged to it; the engines' blocks alternate for `--rounds` rounds so
+that a change in machine load hits both. Prints best and median seconds per step
+and the ratios micrograd / minifw (above 1 means minifw is faster).
 
-    python bench/scalar.py [--repeats 7] [--points 100]
+    python bench/scalar.py [--repeats 5] [--rounds 2] [--points 100]
 """
 
 from __future__ import annotations
@@ -78,20 +79,24 @@ def time_steps(step: Callable[[], float], repeats: int) -> list[float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=5, help="timed steps per block")
+    parser.add_argument("--rounds", type=int, default=2, help="blocks per engine")
     parser.add_argument("--points", type=int, default=100)
     args = parser.parse_args(argv)
     gc.enable()
-    print(f"MLP {'-'.join(map(str, SIZES))}, {args.points} points, GC on, {args.repeats} steps")
-    results = {}
+    steps = args.repeats * args.rounds
+    print(f"MLP {'-'.join(map(str, SIZES))}, {args.points} points, GC on, {steps} steps each")
+    engines: dict[str, Callable[[], float]] = {}
     for name, make in (("micrograd", micrograd_step), ("minifw", minifw_step)):
         try:
-            step = make(args.points)
+            engines[name] = make(args.points)
         except ImportError:
             print(f"{name}: not installed (pip install micrograd); skipped")
-            continue
-        times = time_steps(step, args.repeats)
-        results[name] = times
+    results: dict[str, list[float]] = {name: [] for name in engines}
+    for _ in range(args.rounds):
+        for name, step in engines.items():
+            results[name].extend(time_steps(step, args.repeats))
+    for name, times in results.items():
         print(
             f"{name:>10}: best {min(times) * 1e3:8.1f} ms   "
             f"median {statistics.median(times) * 1e3:8.1f} ms per step"

@@ -15,6 +15,7 @@ not compute, random numbers, and autograd state the replay cannot rebuild.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -85,7 +86,11 @@ class Node:
 
 @dataclass(slots=True)
 class Graph:
-    """A captured function: buffers, steps, objects, autograd nodes, and the result."""
+    """A captured function: buffers, steps, objects, autograd nodes, and the result.
+
+    `grads` pairs each leaf (a reference) whose `.grad` a backward inside the
+    function set with the view of the buffer holding that gradient.
+    """
 
     buffers: list[Buffer]
     steps: list[Step]
@@ -93,6 +98,7 @@ class Graph:
     nodes: list[Node]
     result: Any
     needed: set[int] = field(default_factory=set)
+    grads: list[tuple[Any, Ref]] = field(default_factory=list)
 
 
 class Recorder:
@@ -103,6 +109,9 @@ class Recorder:
         self.buffers: list[Buffer] = []
         self.steps: list[Step] = []
         self.problems: list[str] = []
+        self.grads_before = [t.grad for t in inputs]
+        self.backward_ran = False
+        self.leaves: dict[int, Tensor] = {}  # leaves whose .grad a backward in f made
         self._ids: dict[int, int] = {}
         self._alive: list[Any] = []  # every storage seen, so that ids stay unique
         for i, t in enumerate(inputs):
@@ -157,7 +166,30 @@ class Recorder:
                 self._register(out.base, "step", len(self.steps), fill)
             step = Step(kind, launch.op, launch.dim, launch.backend, self.ref(out), inputs)
             self.steps.append(step)
+            self._note_backward(kind, sys._getframe(1))
         proceed(launch)
+
+    def _note_backward(self, kind: str, frame: Any) -> None:
+        """Notice launches made by a backward in f, and the leaf whose `.grad` they make."""
+        leaf = None
+        for _ in range(_FRAMES):
+            if frame is None:
+                return
+            name = frame.f_code.co_name
+            if name == "accumulate_derivative" and leaf is None:
+                owner = frame.f_locals.get("self")
+                leaf = owner if is_tensor(owner) else None
+            elif name == "backpropagate":
+                self.backward_ran = True
+                break
+            frame = frame.f_back
+        if leaf is not None:
+            if kind != "map" or id(leaf) in self.leaves:
+                self.problems.append(
+                    "its backward adds to a .grad that is already set (set grads to None "
+                    "first, e.g. zero_grad(set_to_none=True))"
+                )
+            self.leaves[id(leaf)] = leaf
 
 
 class _Watching(threading.local):
@@ -166,6 +198,7 @@ class _Watching(threading.local):
 
 
 _watching = _Watching()
+_FRAMES = 40  # how far up the stack a launch is traced back to a backward
 _patch_lock = threading.Lock()
 _patched: list[bool] = [False]
 
@@ -222,7 +255,22 @@ def analyse(recorder: Recorder, result: Any) -> Graph:
     describer = _Describer(recorder, graph)
     outputs: list[Tensor] = []
     _collect(result, outputs)
-    if any(t.requires_grad and t.history is not None for t in outputs):
+    for t, before in zip(recorder.inputs, recorder.grads_before, strict=True):
+        if t.grad is not before and id(t) not in recorder.leaves:
+            raise UnsupportedError("it sets the .grad of an argument in a way the replay cannot")
+    if recorder.backward_ran:
+        describer.detached = True  # the graph is spent: results come back without history
+        for leaf in recorder.leaves.values():
+            if leaf._hooks or leaf.grad is None:
+                raise UnsupportedError("its backward runs hooks on a leaf")
+            grad = recorder.ref(leaf.grad._data)
+            if graph.buffers[grad.buf].origin != "step" or leaf.history is not None:
+                raise UnsupportedError("its backward sets a .grad in a way the replay cannot")
+            graph.needed.add(grad.buf)
+            graph.grads.append((describer.value(leaf), grad))
+        if any(t.history is not None and t.grad is not None for t in outputs):
+            raise UnsupportedError("it keeps the .grad of a tensor it returns (retain_grad)")
+    elif any(t.requires_grad and t.history is not None for t in outputs):
         describer.nodes_of(outputs)
     graph.result = describer.value(result, output=True)
     return graph
@@ -248,6 +296,7 @@ class _Describer:
         self.inputs = {id(t): i for i, t in enumerate(recorder.inputs)}
         self.node_ids: dict[int, int] = {}
         self.object_ids: dict[int, int] = {}
+        self.detached = False
 
     def nodes_of(self, outputs: list[Tensor]) -> None:
         """Describe every autograd node behind `outputs`, inputs before users."""
@@ -305,7 +354,7 @@ class _Describer:
         ref = self.recorder.ref(t._data)
         origin = self.graph.buffers[ref.buf].origin
         if origin in ("step", "input"):
-            if t.requires_grad:
+            if t.requires_grad and not (self.detached and t.history is not None):
                 raise UnsupportedError(
                     "it makes a leaf tensor that requires grad from computed values"
                 )

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _launch_hooks
 from ._capture import Graph, Ref, Step
-from ._fusion import Group, broadcast_strides, fused_kernel, kernel_source, plan_fusion
+from ._fusion import Group, fused_kernel, kernel_source, leaf_access, plan_fusion
 from ._launch_hooks import Launch
 from .tensor import Tensor
 from .tensor_data import TensorData
@@ -28,6 +28,10 @@ from .tensor_functions import Function, FunctionCtx
 
 class RecaptureError(Exception):
     """A parameter's layout or requires_grad changed since the capture: capture again."""
+
+
+class RunEagerError(Exception):
+    """This call cannot be replayed (a leaf's .grad is already set): run it eagerly."""
 
 
 class _Payload:
@@ -94,6 +98,10 @@ class _StepRun:
             (np.array(r.shape, np.int64), np.array(r.strides, np.int64)) for r in self.refs
         ]
 
+    def buffers(self) -> list[int]:
+        """The buffers this step reads or writes."""
+        return [ref.buf for ref in self.refs]
+
     def run(self, bufs: list[Any], observed: bool) -> None:
         step = self.step
         if self.fresh:
@@ -123,27 +131,26 @@ class _FusedRun:
         self.group = group
         self.backend = graph.steps[group.members[0]].backend
         self.source = kernel_source(group, graph.steps, dtypes)
-        self.kernel = fused_kernel(self.source)
+        self.kernel, self.path = fused_kernel(self.source)
         self.shape = np.array(group.shape, np.int64)
         self.cells = int(np.prod(group.shape, dtype=np.int64))
         self.outputs = [(b, graph.buffers[b].dtype) for b in group.outputs]
-        shape = group.shape
-        self.strided = [
-            broadcast_strides(r, shape)
-            for r in group.leaves
-            if not (r.shape == shape and r.strides == _row_major(shape))
-        ]
+        self.extras = [leaf_access(r, group.shape)[1] for r in group.leaves]
         self.ops = tuple(graph.steps[m].op for m in group.members)
         names = [graph.steps[m] for m in group.members]
         self.name = "fused[" + ",".join(_launch_hooks.op_name(s.kind, s.op) for s in names) + "]"
+
+    def buffers(self) -> list[int]:
+        """The buffers this kernel reads or writes."""
+        return [b for b, _ in self.outputs] + [ref.buf for ref in self.group.leaves]
 
     def run(self, bufs: list[Any], observed: bool) -> None:
         empty = self.backend.ops.empty
         for b, dtype in self.outputs:
             bufs[b] = empty(self.cells, dtype)
         args = [self.shape, *(bufs[b] for b, _ in self.outputs)]
-        args += [_storage(bufs, r) for r in self.group.leaves]
-        args += self.strided
+        for ref, extra in zip(self.group.leaves, self.extras, strict=True):
+            args += (_storage(bufs, ref), *extra)
         if self.cells == 0:
             return
         if not observed:
@@ -157,14 +164,6 @@ class _FusedRun:
         launch = Launch(self.backend, "fused", -1, outs, leaves, name=self.name,
                         fused_ops=self.ops, runner=lambda: self.kernel(*args))  # fmt: skip
         _launch_hooks.deliver(launch)
-
-
-def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 class Plan:
@@ -183,7 +182,22 @@ class Plan:
             else:
                 self.program.append(_StepRun(graph.steps[item], graph))
         self.inputs = [(b.index, n) for n, b in enumerate(graph.buffers) if b.origin == "input"]
+        # In-place writes into inputs bump their version, as the eager in-place op does.
+        self.bumps = [
+            step.out.buf
+            for step in graph.steps
+            if step.kind == "map_into" and graph.buffers[step.out.buf].origin == "input"
+        ]
         self.consts = [(n, b.storage) for n, b in enumerate(graph.buffers) if b.origin == "const"]
+        # Free each intermediate after its last use, as eager code drops dead tensors.
+        last: dict[int, int] = {}
+        for i, kernel in enumerate(self.program):
+            for n in kernel.buffers():
+                last[n] = i
+        self.frees: list[list[int]] = [[] for _ in self.program]
+        for n, i in last.items():
+            if graph.buffers[n].origin == "step" and n not in graph.needed:
+                self.frees[i].append(n)
 
     @property
     def fused(self) -> list[_FusedRun]:
@@ -204,6 +218,12 @@ class Plan:
                 s = item.step
                 lines.append(f"  {_launch_hooks.op_name(s.kind, s.op)} -> {list(s.out.shape)}")
         return "\n".join(lines)
+
+    def _execute(self, bufs: list[Any], observed: bool) -> None:
+        for item, frees in zip(self.program, self.frees, strict=True):
+            item.run(bufs, observed)
+            for n in frees:
+                bufs[n] = None
 
     def run(self, inputs: list[Tensor]) -> Any:
         """Run the program on `inputs` and rebuild the result (with its autograd graph)."""
@@ -226,15 +246,21 @@ class Plan:
             versions[ref.buf] = data.version
         for n, storage in self.consts:
             bufs[n] = storage
+        rebuild = _Rebuild(self, bufs, versions, inputs)
+        leaves = [rebuild.value(leaf) for leaf, _ in graph.grads]
+        if any(leaf.grad is not None or leaf._hooks for leaf in leaves):
+            raise RunEagerError
         observed = _launch_hooks.listening()
         if observed:
             with _launch_hooks.launch_context(self.label, "forward"):
-                for item in self.program:
-                    item.run(bufs, True)
+                self._execute(bufs, True)
         else:
-            for item in self.program:
-                item.run(bufs, False)
-        return _Rebuild(self, bufs, versions, inputs).result()
+            self._execute(bufs, False)
+        for n in self.bumps:
+            versions[n][0] += 1
+        for leaf, (_, grad) in zip(leaves, graph.grads, strict=True):
+            leaf.grad = rebuild.tensor(grad, leaf.backend)
+        return rebuild.result()
 
 
 class _Rebuild:
@@ -280,4 +306,4 @@ class _Rebuild:
         return {k: self.value(x) for k, x in v[1].items()}
 
 
-__all__ = ["Plan", "RecaptureError", "Replayed", "replayed"]
+__all__ = ["Plan", "RecaptureError", "Replayed", "RunEagerError", "replayed"]

@@ -135,22 +135,23 @@ def topological_sort(variable: Variable) -> list[Variable]:
     """
     order: list[Variable] = []
     visited: set[int] = set()
-    stack: list[tuple[Variable, Iterator[Variable] | None]] = [(variable, None)]
+    # A node is pushed twice: first to expand it, then (as `done`) to emit it once
+    # everything it depends on has been emitted.
+    stack: list[tuple[Variable, bool]] = [(variable, False)]
     while stack:
-        node, children = stack[-1]
-        if children is None:
-            if node.unique_id in visited or node.is_constant():
-                stack.pop()
-                continue
-            visited.add(node.unique_id)
-            children = iter(() if is_leaf(node) else node.parents)
-            stack[-1] = (node, children)
-        child = next(children, None)
-        if child is None:
-            stack.pop()
+        node, done = stack.pop()
+        if done:
             order.append(node)
-        elif child.unique_id not in visited and not child.is_constant():
-            stack.append((child, None))
+            continue
+        key = node.unique_id
+        if key in visited or node.is_constant():
+            continue
+        visited.add(key)
+        stack.append((node, True))
+        if not is_leaf(node):
+            for parent in node.parents:
+                if parent.unique_id not in visited:
+                    stack.append((parent, False))
     order.reverse()
     return order
 

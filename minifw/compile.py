@@ -24,8 +24,10 @@ Capture semantics (the tracing pitfalls)
       computed in `f` take the values they had on the first call.
     - Guards: tensor arguments' shape, strides, offset, dtype, backend and
       requires_grad (and which of them share storage), the values of non-tensor
-      arguments (numbers, strings, None, tuples/lists/dicts of these), grad mode
-      and the default dtype. A call that differs in any of them captures again.
+      arguments (numbers, strings, None, tuples/lists/dicts of these; other
+      hashable objects, such as a Module passed as `self`, by equality, which is
+      identity for most objects), grad mode and the default dtype. A call that
+      differs in any of them captures again.
     - Tensors that `f` reads without receiving them (parameters of a model, other
       closed-over tensors) are read by storage at every call, so in-place updates
       (optimizer steps) are seen. Those in the autograd graph (parameters that
@@ -36,8 +38,14 @@ Capture semantics (the tracing pitfalls)
       host (`.item()`, `float(t)`, `.tolist()`, `.numpy()`, printing, and so
       dtype casts), random numbers (`rand`, dropout), writing in place into a
       tensor the traced ops did not compute (`cat`, `stack`, filling a fresh
-      `zeros`, updating state outside `f`), calling backward inside `f`, hooks
-      on intermediates, or arguments of other types. Never a wrong answer.
+      `zeros`, updating state outside `f`), hooks on intermediates, or arguments
+      of other types. Never a wrong answer.
+    - A whole training step can be captured: when `f` calls `loss.backward()`,
+      the backward's kernels are captured (and fused) too, and each replay sets
+      the `.grad` of the leaves it reached (arguments or parameters `f` reads).
+      Their `.grad` must be None when `f` is called (`zero_grad(set_to_none=True)`);
+      a call where one is set runs eagerly, so the gradients accumulate as usual.
+      The tensors such an `f` returns come back without autograd history.
     - The first call's result is the eager result itself.
     - numpy data that `f` turns into tensors is frozen at capture.
     - Calls made while another compiled function is being captured run eagerly
@@ -63,7 +71,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._capture import Recorder, UnsupportedError, analyse, capturing, recording
-from ._replay import Plan, RecaptureError
+from ._replay import Plan, RecaptureError, RunEagerError
 from .autodiff import is_grad_enabled
 from .backends import default_backend
 from .dtypes import get_default_dtype
@@ -97,6 +105,10 @@ class CompiledFunction:
     def __repr__(self) -> str:
         return f"<compiled {_name(self.fn)} mode={self.mode!r}>"
 
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        """As a method decorator: bind `obj` as the first argument (guarded by identity)."""
+        return self if obj is None else functools.partial(self, obj)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Replay the capture of this call's signature (capturing it first if new)."""
         if self.mode == "eager" or capturing():
@@ -119,6 +131,8 @@ class CompiledFunction:
             result = plan.run(inputs)
         except RecaptureError:
             return self._capture(key, inputs, args, kwargs)
+        except RunEagerError:
+            return self._eager(args, kwargs)
         with self._lock:
             self.stats["replays"] += 1
         return result
@@ -132,12 +146,9 @@ class CompiledFunction:
         self, key: Any, inputs: list[Tensor], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         recorder = Recorder(inputs)
-        grads = [t.grad for t in inputs]
         with recording(recorder):
             result = self.fn(*args, **kwargs)
         problems = list(dict.fromkeys(recorder.problems))
-        if any(t.grad is not g for t, g in zip(inputs, grads, strict=True)):
-            problems.append("it runs backward inside the function")
         plan: Plan | None = None
         if not problems:
             try:
@@ -217,6 +228,12 @@ def _key(value: Any, inputs: list[Tensor], bases: dict[int, int]) -> Any:
         return ("dict", tuple((k, _key(v, inputs, bases)) for k, v in value.items()))
     if value is None or isinstance(value, bool | int | float | str):
         return (type(value).__name__, value)
+    try:
+        hash(value)
+    except TypeError:
+        pass
+    else:  # a module, a function, ...: guarded by equality (identity for most objects)
+        return ("object", type(value).__qualname__, value)
     raise UnsupportedError(f"an argument of type {type(value).__name__} (pass tensors and plain "
                       "Python values)")  # fmt: skip
 

@@ -200,8 +200,8 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     for i, t in enumerate(items):
         if t.shape != items[0].shape:
             raise RuntimeError(
-                f"stack expects each tensor to be equal size, but got {items[0].shape} at "
-                f"entry 0 and {t.shape} at entry {i}"
+                f"stack expects each tensor to be equal size, but got {list(items[0].shape)} "
+                f"at entry 0 and {list(t.shape)} at entry {i}"
             )
     d = normalize_dim(dim, items[0].dim() + 1)
     return cat([t.unsqueeze(d) for t in items], d)

@@ -20,7 +20,6 @@ from typing import Any
 
 import numba.cuda
 import numpy as np
-from numba import from_dtype, int64
 
 from . import operators, tensor_data
 from ._jit import compile_functions
@@ -78,8 +77,8 @@ def map_kernel(
     Invariants: each cell of out is written once, by one thread; index buffers are
     thread-local; nothing is allocated in the loop.
     """
-    out_index = cuda.local.array(MAX_DIMS, int64)
-    a_index = cuda.local.array(MAX_DIMS, int64)
+    out_index = cuda.local.array(MAX_DIMS, np.int64)
+    a_index = cuda.local.array(MAX_DIMS, np.int64)
     for i in range(cuda.grid(1), size, cuda.gridsize(1)):
         if dense:
             out[i] = unary(op, a[i])
@@ -106,9 +105,9 @@ def zip_kernel(
     Invariants: each cell of out is written once, by one thread; index buffers are
     thread-local; nothing is allocated in the loop.
     """
-    out_index = cuda.local.array(MAX_DIMS, int64)
-    a_index = cuda.local.array(MAX_DIMS, int64)
-    b_index = cuda.local.array(MAX_DIMS, int64)
+    out_index = cuda.local.array(MAX_DIMS, np.int64)
+    a_index = cuda.local.array(MAX_DIMS, np.int64)
+    b_index = cuda.local.array(MAX_DIMS, np.int64)
     for i in range(cuda.grid(1), size, cuda.gridsize(1)):
         if dense:
             out[i] = binary(op, a[i], b[i])
@@ -123,27 +122,30 @@ def zip_kernel(
 
 @functools.cache
 def make_reduce_kernel(dtype: np.dtype[Any]) -> Any:
-    """Compile the reduce kernel whose shared-memory buffer holds `dtype` values."""
-    shared_type = from_dtype(dtype)
+    """Compile the reduce kernel whose shared-memory buffer holds `dtype` values.
+
+    The kernel sets out[o] = fold of binary(op) over a[o with dim = 0..n-1], starting
+    from out[o], with one block of T threads per cell o of out:
+
+        for o in range(block_id, out_size, blocks):            # block-stride over out
+            cache[t] = fold(a[o, k] for k in t, t + T, ...)    # block-stride over dim
+            for s in T/2, T/4, ..., 1: cache[t] = op(cache[t], cache[t + s]) if t < s
+            thread 0: out[o] = op(out[o], cache[0])
+
+    Invariants: T is a power of two; threads t < min(T, n) hold a value, and the
+    slots holding values stay a prefix of cache through the tree; out[o] is written
+    once, by thread 0, and no partial result leaves the block.
+    """
+    shared_type = dtype.type  # numpy scalar type: numba's and numba-cuda's arrays take it
 
     @cuda_kernel
     def reduce_kernel(
         op: int, out: Any, out_shape: Any, out_strides: Any,
         a: Any, a_shape: Any, a_strides: Any, dim: int, out_size: int,
     ) -> None:  # fmt: skip
-        """out[o] = fold of binary(op) over a[o with dim = 0..n-1], starting from out[o].
-
-        for o in range(block_id, out_size, blocks):            # one block per out cell
-            cache[t] = fold(a[o, k] for k in t, t + T, ...)    # block-stride loop, T threads
-            for s in T/2, T/4, ..., 1: cache[t] = op(cache[t], cache[t + s]) if t < s
-            thread 0: out[o] = op(out[o], cache[0])
-
-        Invariants: T is a power of two; threads t < min(T, n) hold a value, and the
-        slots holding values stay a prefix of cache through the tree; out[o] is
-        written once, by thread 0, and no partial result leaves the block.
-        """
+        """Fold `a` along `dim` into out: see `make_reduce_kernel`."""
         cache = cuda.shared.array(REDUCE_THREADS, shared_type)
-        index = cuda.local.array(MAX_DIMS, int64)
+        index = cuda.local.array(MAX_DIMS, np.int64)
         t, threads = cuda.threadIdx.x, cuda.blockDim.x
         n, step = a_shape[dim], a_strides[dim]
         for o in range(cuda.blockIdx.x, out_size, cuda.gridDim.x):
@@ -176,8 +178,23 @@ def make_reduce_kernel(dtype: np.dtype[Any]) -> Any:
 
 @functools.cache
 def make_matmul_kernel(tile: int, dtype: np.dtype[Any]) -> Any:
-    """Compile the tiled matmul kernel for `tile` x `tile` blocks of `dtype` values."""
-    shared_type = from_dtype(dtype)
+    """Compile the tiled matmul kernel for `tile` x `tile` blocks of `dtype` values.
+
+    The kernel sets out[n, i, j] = sum_k a[n, i, k] * b[n, k, j], one tile of out per
+    block of tile x tile threads; thread (ty, tx) owns out[n, i0 + ty, j]:
+
+        for n, i0 in this block's batches (grid z) and row tiles (grid y):
+            acc = 0
+            for k0 in range(0, K, tile):
+                a_tile[ty, tx] = a[n, i0 + ty, k0 + tx]; b_tile[ty, tx] = b[n, k0 + ty, j]
+                sync; acc += sum_k a_tile[ty, k] * b_tile[k, tx]; sync
+            out[n, i0 + ty, j] = acc                   # if the cell lies inside out
+
+    Invariants: each cell of a and b is read from global memory once per block that
+    needs it; cells past the edges load as 0, so any size works; a batch of size 1
+    has batch stride 0 (broadcast); each cell of out is written once.
+    """
+    shared_type = dtype.type
     zero = dtype.type(0)
 
     @cuda_kernel
@@ -186,19 +203,7 @@ def make_matmul_kernel(tile: int, dtype: np.dtype[Any]) -> Any:
         a: Any, a_shape: Any, a_strides: Any,
         b: Any, b_shape: Any, b_strides: Any,
     ) -> None:  # fmt: skip
-        """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j], one tile of out per block.
-
-        for n, i0 in this block's batches (grid z) and row tiles (grid y):
-            acc = 0                                    # thread (ty, tx) owns out[n, i, j]
-            for k0 in range(0, K, tile):
-                a_tile[ty, tx] = a[n, i0 + ty, k0 + tx]; b_tile[ty, tx] = b[n, k0 + ty, j]
-                sync; acc += sum_k a_tile[ty, k] * b_tile[k, tx]; sync
-            out[n, i, j] = acc                         # if (i, j) lies inside out
-
-        Invariants: each cell of a and b is read from global memory once per block
-        that needs it; cells past the edges load as 0, so any size works; a batch of
-        size 1 has batch stride 0 (broadcast); each cell of out is written once.
-        """
+        """Multiply batched 3-D operands: see `make_matmul_kernel`."""
         a_tile = cuda.shared.array((tile, tile), shared_type)
         b_tile = cuda.shared.array((tile, tile), shared_type)
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y

@@ -1,22 +1,16 @@
 """FastOps: the kernel contract compiled by Numba into parallel CPU loops.
 
-The kernels call the very scalar functions of `operators.py` and the index helpers
-of `tensor_data.py`, recompiled by `compile_functions`. They are module-level
-functions taking an integer op code, compiled with `cache=True`: the machine code
-is saved next to this file (or in NUMBA_CACHE_DIR), so only the first process on a
-machine pays the compile.
-
-Caching and the rebound helpers: Numba's cache key is this file (path, mtime) and
-each kernel's bytecode. Global names a kernel calls (`unary`, `to_index`, ...) are
-dispatchers made by `compile_functions`; they are inlined into the kernel and
-the result is what is cached, so a fresh process loads the kernels without
-compiling them or their helpers. The cache does not notice edits to
-`operators.py` or `tensor_data.py`: after changing those, delete
-`minifw/__pycache__/fast_ops*.nb*` (or touch this file).
+The kernels call the very scalar functions of `operators.py` and index helpers of
+`tensor_data.py`, recompiled by `compile_functions` and inlined. They are module-level
+functions taking an integer op code, compiled with `cache=True`: the machine code is
+saved in `__pycache__` next to this file (or NUMBA_CACHE_DIR), and a fresh process
+loads it without compiling anything. Numba keys that cache on this file alone: after
+editing `operators.py` or `tensor_data.py`, delete `minifw/__pycache__/fast_ops*.nb*`.
 """
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import numpy as np
@@ -24,7 +18,9 @@ from numba import prange
 
 from . import operators, tensor_data
 from ._jit import compile_functions, njit
-from .operators import ADD, MAX, MIN, MUL
+from .operators import ADD, MAX
+from .tensor_data import Index
+from .tensor_ops import Storage
 
 _fns = compile_functions(
     [operators, tensor_data],
@@ -48,6 +44,9 @@ TILE_J = 64
 TILE_K = 256
 # Operands whose k dim is not contiguous are first copied in BLOCK x BLOCK blocks.
 BLOCK = 32
+# Below this much work (cells, or multiply-adds / 8 for matmul) a kernel runs its serial
+# twin: waking the thread pool costs more than it saves, and far more on a busy machine.
+PARALLEL_FROM = 32768
 # `reassoc` lets the matmul dot products and reductions run in SIMD lanes and `contract`
 # fuses multiply-adds: both only change the rounding of sums. No nnan/ninf.
 SUM_MATH = {"reassoc", "contract"}
@@ -89,7 +88,7 @@ def _last_step(out_shape: Any, shape: Any, strides: Any) -> int:
     """The step in storage of an operand along out's last dim (0 where it broadcasts)."""
     if len(shape) == 0 or len(out_shape) == 0 or shape[len(shape) - 1] == 1:
         return 0
-    return strides[len(strides) - 1]
+    return int(strides[len(strides) - 1])
 
 
 # BEGIN TASK 3.1
@@ -120,8 +119,9 @@ def _map(
             out[i] = unary(op, a[i])
         return
     last = out_shape[len(out_shape) - 1] if len(out_shape) else 1
-    o_step, a_step = _last_step(out_shape, out_shape, out_strides), _last_step(
-        out_shape, a_shape, a_strides
+    o_step, a_step = (
+        _last_step(out_shape, out_shape, out_strides),
+        _last_step(out_shape, a_shape, a_strides),
     )
     rows = size // last
     per_task = max(1, CHUNK // last)
@@ -168,8 +168,9 @@ def _zip(
         return
     last = out_shape[len(out_shape) - 1] if len(out_shape) else 1
     o_step = _last_step(out_shape, out_shape, out_strides)
-    a_step, b_step = _last_step(out_shape, a_shape, a_strides), _last_step(
-        out_shape, b_shape, b_strides
+    a_step, b_step = (
+        _last_step(out_shape, a_shape, a_strides),
+        _last_step(out_shape, b_shape, b_strides),
     )
     rows = size // last
     per_task = max(1, CHUNK // last)
@@ -192,16 +193,13 @@ def _zip(
 def _fold(op: int, acc: Any, a: Any, p: int, step: int, n: int) -> Any:
     """Return `acc` folded with binary(op) over a[p + k * step] for k < n.
 
-    One loop per common reduce op: inside each the op is a constant, so the compiler
-    drops the dispatch and vectorises (sums and products thanks to `reassoc`).
-    Positions are never negative; an unsigned index spares Numba's wraparound check.
+    Sum and max get a loop of their own, where the op is a constant: the compiler drops
+    the dispatch and vectorises sums (`reassoc`). Positions are never negative; an
+    unsigned index spares Numba's wraparound check, which would block vectorising.
     """
     if op == ADD:
         for k in range(n):
             acc = binary(ADD, acc, a[np.uint64(p + k * step)])
-    elif op == MUL:
-        for k in range(n):
-            acc = binary(MUL, acc, a[np.uint64(p + k * step)])
     elif op == MAX:
         for k in range(n):
             acc = binary(MAX, acc, a[np.uint64(p + k * step)])
@@ -213,13 +211,10 @@ def _fold(op: int, acc: Any, a: Any, p: int, step: int, n: int) -> Any:
 
 @njit(inline="always")
 def _fold_block(op: int, acc: Any, a: Any, q: int, step: int, w: int) -> None:
-    """acc[c] = binary(op, acc[c], a[q + c * step]) for c < w, one loop per common op."""
+    """acc[c] = binary(op, acc[c], a[q + c * step]) for c < w; sum and max specialised."""
     if op == ADD:
         for c in range(w):
             acc[c] = binary(ADD, acc[c], a[np.uint64(q + c * step)])
-    elif op == MUL:
-        for c in range(w):
-            acc[c] = binary(MUL, acc[c], a[np.uint64(q + c * step)])
     elif op == MAX:
         for c in range(w):
             acc[c] = binary(MAX, acc[c], a[np.uint64(q + c * step)])
@@ -295,22 +290,6 @@ def _reduce_across(
             _fold_block(op, acc, a, p + k * step, a_step, w)
         for c in range(w):
             out[o + c * o_step] = acc[c]
-
-
-def _reduce(
-    op: int, out: Any, out_shape: Any, out_strides: Any,
-    a: Any, a_shape: Any, a_strides: Any, dim: int,
-) -> None:  # fmt: skip
-    """out[i] = fold of binary(op) along `dim` of a, starting from out[i].
-
-    Reducing the last dim walks each line in place (`_reduce_along`); any other dim is
-    walked a block of contiguous columns at a time (`_reduce_across`), so reducing
-    dim 0 of a row-major matrix streams through memory instead of striding down it.
-    """
-    if dim == len(a_shape) - 1 or a_shape[len(a_shape) - 1] == 1:
-        _reduce_along(op, out, out_shape, out_strides, a, a_shape, a_strides, dim)
-    else:
-        _reduce_across(op, out, out_shape, out_strides, a, a_shape, a_strides, dim)
 
 
 # END TASK 3.1
@@ -442,27 +421,87 @@ def _matmul(
 # END TASK 3.2
 
 
+def _serial(kernel: Any) -> Any:
+    """`kernel` compiled again without `parallel` (prange runs as range), cached apart."""
+    fn = getattr(kernel, "py_func", None)
+    if fn is None:  # NUMBA_DISABLE_JIT: kernels are plain Python already
+        return kernel
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial")
+    twin.__qualname__ = fn.__qualname__ + "_serial"  # its own cache file
+    options = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython")}
+    return njit(twin, cache=True, **options)
+
+
+_map_serial, _zip_serial = _serial(_map), _serial(_zip)
+_reduce_along_serial, _reduce_across_serial = _serial(_reduce_along), _serial(_reduce_across)
+_matmul_serial = _serial(_matmul)
+
+
 class FastOps:
     """Parallel CPU kernels compiled by Numba; storage is a numpy array, as in SimpleOps."""
 
     device = "cpu"
-    map = staticmethod(_map)
-    zip = staticmethod(_zip)
-    reduce = staticmethod(_reduce)
-    matmul = staticmethod(_matmul)
+    parallel_from = PARALLEL_FROM
+
+    @classmethod
+    def map(
+        cls, op: int, out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index,
+    ) -> None:  # fmt: skip
+        """out[i] = unary(op, a[i]) for every cell i of out; `a` broadcasts to out."""
+        kernel = _map if out.size >= cls.parallel_from else _map_serial
+        kernel(op, out, out_shape, out_strides, a, a_shape, a_strides)
+
+    @classmethod
+    def zip(
+        cls, op: int, out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index,
+        b: Storage, b_shape: Index, b_strides: Index,
+    ) -> None:  # fmt: skip
+        """out[i] = binary(op, a[i], b[i]); `a` and `b` broadcast to out."""
+        kernel = _zip if out.size >= cls.parallel_from else _zip_serial
+        kernel(op, out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
+
+    @classmethod
+    def reduce(
+        cls, op: int, out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index, dim: int,
+    ) -> None:  # fmt: skip
+        """out[i] = fold of binary(op) along `dim` of a, starting from out's current value.
+
+        The last dim is walked line by line (`_reduce_along`); another dim a block of
+        contiguous columns at a time (`_reduce_across`), streaming through memory.
+        """
+        last, parallel = len(a_shape) - 1, out.size * int(a_shape[dim]) >= cls.parallel_from
+        if dim == last or a_shape[last] == 1:
+            kernel = _reduce_along if parallel else _reduce_along_serial
+        else:
+            kernel = _reduce_across if parallel else _reduce_across_serial
+        kernel(op, out, out_shape, out_strides, a, a_shape, a_strides, dim)
+
+    @classmethod
+    def matmul(
+        cls, out: Storage, out_shape: Index, out_strides: Index,
+        a: Storage, a_shape: Index, a_strides: Index,
+        b: Storage, b_shape: Index, b_strides: Index,
+    ) -> None:  # fmt: skip
+        """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] over 3-D operands; batch dims broadcast."""
+        work = out.size * int(a_shape[2]) // 8
+        kernel = _matmul if work >= cls.parallel_from else _matmul_serial
+        kernel(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
 
     @staticmethod
-    def empty(size: int, dtype: Any) -> Any:
+    def empty(size: int, dtype: Any) -> Storage:
         """Uninitialised host storage."""
         return np.empty(size, dtype=dtype)
 
     @staticmethod
-    def from_numpy(array: np.ndarray) -> Any:
+    def from_numpy(array: np.ndarray) -> Storage:
         """The flat host array itself: CPU storage is a numpy array."""
         return array
 
     @staticmethod
-    def to_numpy(storage: Any) -> np.ndarray:
+    def to_numpy(storage: Storage) -> np.ndarray:
         """The host storage itself."""
         return np.asarray(storage)
 

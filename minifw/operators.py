@@ -148,7 +148,7 @@ def pow(x: float, y: float) -> float:
         return math.nan
     if x == 0.0 and y < 0.0:
         return math.inf
-    return x**y
+    return float(x**y)
 
 
 def select(mask: float, y: float) -> float:

@@ -102,7 +102,7 @@ class Optimizer:
     def state_dict(self) -> dict[str, Any]:
         """{"state": {index: {name: value}}, "param_groups": [{..., "params": [index]}]}.
 
-        Tensors in the state are copies, so later steps do not change a saved dict.
+        Tensors in the state are copies, so later steps never change a saved dict.
         """
         index: dict[int, int] = {}
         groups = []
@@ -160,7 +160,6 @@ class Optimizer:
         return "\n".join(lines) + "\n)"
 
 
-
 class SGD(Optimizer):
     """Stochastic gradient descent with optional momentum, Nesterov and weight decay.
 
@@ -189,13 +188,14 @@ class SGD(Optimizer):
         """One SGD step for one parameter."""
         if group["weight_decay"]:
             grad = grad + param * group["weight_decay"]
-        momentum = group["momentum"]
+        momentum, dampening = group["momentum"], group["dampening"]
         if momentum:
             buf = state.get("momentum_buffer")
             if buf is None:
-                buf = state["momentum_buffer"] = grad.clone()
+                buf = grad.clone()
             else:
-                buf.mul_(momentum).add_(grad, alpha=1.0 - group["dampening"])
+                buf = buf * momentum + (grad * (1.0 - dampening) if dampening else grad)
+            state["momentum_buffer"] = buf
             grad = grad + buf * momentum if group["nesterov"] else buf
         param.sub_(grad * group["lr"])
 
@@ -231,9 +231,8 @@ class Adam(Optimizer):
             state["exp_avg"] = grad * 0.0
             state["exp_avg_sq"] = grad * 0.0
         state["step"] += 1
-        m, v = state["exp_avg"], state["exp_avg_sq"]
-        m.add_((grad - m) * (1.0 - beta1))
-        v.mul_(beta2).add_(grad * grad * (1.0 - beta2))
+        m = state["exp_avg"] = state["exp_avg"] + (grad - state["exp_avg"]) * (1.0 - beta1)
+        v = state["exp_avg_sq"] = state["exp_avg_sq"] * beta2 + grad * grad * (1.0 - beta2)
         step = state["step"]
         step_size = group["lr"] / (1.0 - beta1**step)
         denom = v.sqrt() / math.sqrt(1.0 - beta2**step) + group["eps"]

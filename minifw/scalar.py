@@ -128,7 +128,8 @@ class Scalar:
         """
         if self.history is None:
             raise RuntimeError(
-                "element 0 of tensors does not require grad and does not have a grad_fn"
+                "this Scalar does not require grad and does not have a grad_fn (it is a "
+                "constant: made with requires_grad=False, from a number, or under no_grad)"
             )
         backpropagate(self, float(d_output))
 

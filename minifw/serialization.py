@@ -32,11 +32,9 @@ leaves the previous file intact.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import tempfile
-import zipfile
 from typing import IO, Any
 
 import numpy as np
@@ -53,8 +51,7 @@ class SerializationError(RuntimeError):
     """A file that is not a readable minifw checkpoint (truncated, corrupted or foreign)."""
 
 
-
-def _encode(value: Any, arrays: dict[str, np.ndarray], seen: dict[int, str], where: str) -> Any:
+def _encode(value: Any, arrays: dict[str, Any], seen: dict[int, str], where: str) -> Any:
     """The manifest NODE for `value`, adding its tensors' arrays to `arrays`."""
     if isinstance(value, Parameter):
         value = value.value
@@ -62,7 +59,7 @@ def _encode(value: Any, arrays: dict[str, np.ndarray], seen: dict[int, str], whe
         key = seen.get(id(value))
         if key is None:
             key = seen[id(value)] = f"t{len(arrays)}"
-            arrays[key] = np.ascontiguousarray(value.detach().cpu().numpy())
+            arrays[key] = np.array(value.detach().cpu().numpy(), order="C")
         return {
             "type": "tensor", "key": key, "dtype": value.dtype.name, "shape": list(value.shape),
             "requires_grad": value.requires_grad, "device": value.device,
@@ -82,7 +79,9 @@ def _encode(value: Any, arrays: dict[str, np.ndarray], seen: dict[int, str], whe
         for k, v in value.items():
             if not (k is None or isinstance(k, bool | int | float | str)):
                 raise TypeError(f"{where}: cannot save a dict key of type {type(k).__name__}")
-            items.append([_encode(k, arrays, seen, where), _encode(v, arrays, seen, f"{where}[{k!r}]")])
+            items.append(
+                [_encode(k, arrays, seen, where), _encode(v, arrays, seen, f"{where}[{k!r}]")]
+            )
         return {"type": "dict", "items": items}
     if isinstance(value, list | tuple):
         kind = "list" if isinstance(value, list) else "tuple"
@@ -102,7 +101,7 @@ def save(obj: Any, f: PathOrFile) -> None:
 
     `f` is a path (written atomically: temp file, fsync, rename) or a binary file object.
     """
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Any] = {}
     root = _encode(obj, arrays, {}, "obj")
     manifest = json.dumps({"format": FORMAT, "version": VERSION, "root": root}, allow_nan=False)
     arrays[MANIFEST] = np.frombuffer(manifest.encode("utf-8"), dtype=np.uint8)
@@ -231,11 +230,9 @@ def load(f: PathOrFile, map_location: str | None = None) -> Any:
                     f"supported (this minifw reads version {VERSION})"
                 )
             return _Decoder(archive, name, map_location).value(manifest.get("root"))
-    except FileNotFoundError:
+    except (SerializationError, FileNotFoundError, IsADirectoryError, PermissionError):
         raise
-    except SerializationError:
-        raise
-    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, UnicodeError) as err:
+    except Exception as err:  # noqa: BLE001 - whatever a damaged file makes numpy raise
         raise SerializationError(
             f"{name}: not a readable minifw checkpoint (truncated, corrupted or foreign file): "
             f"{type(err).__name__}: {err}"

@@ -259,10 +259,14 @@ def tensor(
     a numpy array keeps its float dtype. `backend` ("simple", "fast", "cuda" or a
     TensorBackend) picks the kernels; by default, the default backend of `device`.
     """
-    values = data.detach().cpu().numpy() if is_tensor(data) else np.asarray(data)
-    if values.dtype == object:
+    try:
+        values = data.detach().cpu().numpy() if is_tensor(data) else np.asarray(data)
+    except ValueError as error:
+        raise ValueError(f"can't build a tensor from ragged nested lists ({error})") from None
+    if values.dtype == object or values.dtype.kind not in "biuf":
         raise TypeError(
-            f"can't build a tensor from {type(data).__name__} of mixed or ragged contents"
+            f"can't build a tensor from {type(data).__name__} holding {values.dtype} values; "
+            f"expected numbers"
         )
     kind = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data, values)
     chosen = backend_for(device, backend)

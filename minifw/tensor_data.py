@@ -7,6 +7,7 @@ very functions instead of writing their own.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -343,25 +344,18 @@ class TensorData:
 
 def index_view(data: TensorData, key: Any) -> TensorData:
     """The view `data[key]` for a key of ints, slices, None and at most one Ellipsis."""
-    items = list(key) if isinstance(key, tuple) else [key]
-    for item in items:
-        if not (
-            item is None or item is Ellipsis or isinstance(item, slice) or _is_int_index(item)
-        ):
-            raise TypeError(
-                f"only integers, slices (`:`), ellipsis (`...`) and None are valid indices "
-                f"(got {type(item).__name__})"
-            )
+    items = normalize_key(key)
     used = sum(1 for item in items if item is not None and item is not Ellipsis)
-    if items.count(Ellipsis) > 1:
+    ellipses = [i for i, item in enumerate(items) if item is Ellipsis]
+    if len(ellipses) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if used > data.dims:
         raise IndexError(
             f"too many indices for tensor of dimension {data.dims} (got {used} for shape "
             f"{data.shape})"
         )
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
+    if ellipses:
+        at = ellipses[0]
         items[at : at + 1] = [slice(None)] * (data.dims - used)
     dim = 0
     for item in items:
@@ -372,9 +366,26 @@ def index_view(data: TensorData, key: Any) -> TensorData:
             data = data.narrow(dim, item)
             dim += 1
         else:
-            data = data.select(dim, int(item))
+            data = data.select(dim, item)
     return data
 
 
+def normalize_key(key: Any) -> list[Any]:
+    """The items of an index key, each an int, a slice, None or Ellipsis (else TypeError)."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    for i, item in enumerate(items):
+        if _is_int_index(item):
+            items[i] = operator.index(item)
+        elif not (item is None or item is Ellipsis or isinstance(item, slice)):
+            raise TypeError(
+                f"only integers, slices (`:`), ellipsis (`...`) and None are valid indices "
+                f"(got {type(item).__name__}); minifw has no advanced (list or tensor) indexing"
+            )
+    return items
+
+
 def _is_int_index(item: Any) -> bool:
+    """An int, a numpy integer, or a 0-dim int64 tensor (which acts as an int)."""
+    if getattr(item, "_is_minifw_tensor", False) is True:
+        return item.dim() == 0 and not item.dtype.is_floating_point  # type: ignore[no-any-return]
     return isinstance(item, int | np.integer) and not isinstance(item, bool)

@@ -129,7 +129,7 @@ class TensorBackend:
             data = self.contiguous(data)
         if _launch_hook[0] is not None:  # launch hook
             _launch_hook[0](self, "to_host", operators.ID, data, (data,), -1)
-        host = self.ops.to_numpy(data.storage)
+        host = self.ops.to_numpy(data.storage[: data.size])
         return host[: data.size].reshape(data.shape)
 
     # The four launches

@@ -17,6 +17,7 @@ from . import operators as ops
 from .autodiff import no_grad
 from .tensor_data import normalize_dim, numel_of
 from .tensor_functions import Function, FunctionCtx
+from .tensor_views import Where
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -155,8 +156,14 @@ class ReduceMixin:
         return squares / float(divisor)
 
     def std(self: Tensor, dim: Any = None, keepdim: bool = False, unbiased: bool = True) -> Tensor:
-        """Standard deviation over `dim` (the square root of `var`)."""
-        return self.var(dim, keepdim, unbiased).sqrt()
+        """Standard deviation over `dim` (the square root of `var`).
+
+        Where the variance is 0 the gradient is 0, as in PyTorch (not 0 * inf = nan).
+        """
+        var = self.var(dim, keepdim, unbiased)
+        positive = var > 0
+        root = where(positive, var, 1.0).sqrt()
+        return where(positive, root, var)
 
     def max(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
         """The largest value; with `dim`, a (values, indices) pair like PyTorch's."""
@@ -203,6 +210,12 @@ class ReduceMixin:
     def argmin(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """The index of the (first) smallest value along `dim`."""
         return (-self.detach()).argmax(dim, keepdim)
+
+
+def where(mask: Tensor, a: Tensor, b: float | Tensor) -> Tensor:
+    """a where mask is nonzero, else b (a number or a tensor of a's dtype)."""
+    other = a._operand(b).to(a.dtype)
+    return Where.apply(mask, a, other)
 
 
 def _int_dim(dim: Any, name: str) -> int:

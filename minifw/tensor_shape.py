@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .tensor_data import normalize_dim, numel_of
+from .tensor_data import normalize_dim, normalize_key, numel_of
 from .tensor_views import Copy, Expand, Index, Permute, View
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class ShapeMixin:
         return self.expand(*other.shape)
 
     def __getitem__(self: Tensor, key: Any) -> Tensor:
-        return Index.apply(self, key)
+        return Index.apply(self, tuple(normalize_key(key)))
 
 
 def shape_arg(args: tuple[Any, ...]) -> tuple[int, ...]:

@@ -314,7 +314,8 @@ def assert_close(actual: Any, expected: Any, rtol: float = 1e-7, atol: float = 1
             f"expected {want64[cell]}"
         )
     same_inf = np.isinf(want64) & (got64 == want64)
-    error = np.where(nan_want | same_inf, 0.0, np.abs(got64 - want64))
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.where(nan_want | same_inf, 0.0, np.abs(got64 - want64))
     allowed = atol + rtol * np.abs(np.where(np.isfinite(want64), want64, 0.0))
     bad = ~(error <= allowed)
     if np.any(bad):

@@ -17,10 +17,12 @@ from minifw.datasets import ImageSplit, load_digits, load_mnist
 
 from .training import (
     Trainer,
+    argmax_hits,
     batches,
     build_model,
-    classification_epoch,
+    cross_entropy,
     make_optimizer,
+    minibatch_epoch,
     predict_logits,
 )
 
@@ -84,8 +86,12 @@ def load_images(mnist: str | None = None, limit: int | None = None, seed: int = 
     if limit is not None:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        split = ImageSplit(split.train_images[:limit], split.train_labels[:limit],
-                           split.test_images, split.test_labels)  # fmt: skip
+        split = ImageSplit(
+            split.train_images[:limit],
+            split.train_labels[:limit],
+            split.test_images,
+            split.test_labels,
+        )
     return split
 
 
@@ -137,7 +143,7 @@ class DigitsTrainer(Trainer):
             self.config["backend"],
             rng,
         )
-        return classification_epoch(self.model, self.optimizer, data)
+        return minibatch_epoch(self.model, self.optimizer, data, cross_entropy, argmax_hits)
 
     def predict(self, images: np.ndarray) -> np.ndarray:
         """The predicted class of each image (N, 1, H, W)."""

@@ -19,6 +19,7 @@ floats, so `9 ** 9 ** 9` overflows at once instead of running for hours.
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -40,7 +41,7 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
 }
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
+    ast.UAdd: lambda value: value,
 }
 
 
@@ -186,9 +187,12 @@ def _describe(node: ast.AST) -> str:
 
 def _as_float(value: int | float) -> float:
     try:
-        return float(value)
+        number = float(value)
     except OverflowError:
-        raise ExpressionError(f"the number {str(value)[:20]}... is too large") from None
+        number = math.inf
+    if not math.isfinite(number):
+        raise ExpressionError(f"the number {str(value)[:20]} is too large")
+    return number
 
 
 def evaluate(

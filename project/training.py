@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +23,10 @@ from typing import Any
 import numpy as np
 
 import minifw as mf
+from minifw import optim
 from minifw.backends import default_backend
+from minifw.nn import functional
+from minifw.serialization import load, save
 
 LogFn = Callable[[int, float, float, float], None]
 StopFn = Callable[[], bool]
@@ -143,7 +146,7 @@ class Trainer:
             "history": history,
             "state": self.model_state(),
         }
-        mf.save(checkpoint, path)
+        save(checkpoint, path)
 
     def resume(self, path: str) -> None:
         """Load a checkpoint written by `save` for the same kind of run and settings.
@@ -151,7 +154,7 @@ class Trainer:
         Raises:
             ValueError: the checkpoint is for another trainer or other settings.
         """
-        checkpoint = mf.load(path)
+        checkpoint = load(path)
         if not isinstance(checkpoint, dict) or checkpoint.get("kind") != self.kind:
             found = checkpoint.get("kind") if isinstance(checkpoint, dict) else None
             raise ValueError(f"{path} is a {found!r} checkpoint, not a {self.kind!r} one")
@@ -209,13 +212,13 @@ def build_model(factory: Callable[[], Any], backend: str, seed: int) -> Any:
 
 
 def make_optimizer(name: str, model: Any, lr: float) -> Any:
-    """`mf.optim.SGD` (momentum 0.9) or `mf.optim.Adam` over the model's parameters."""
+    """`optim.SGD` (momentum 0.9) or `optim.Adam` over the model's parameters."""
     if lr <= 0:
         raise ValueError(f"the learning rate must be positive, got {lr}")
     if name == "sgd":
-        return mf.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+        return optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     if name == "adam":
-        return mf.optim.Adam(model.parameters(), lr=lr)
+        return optim.Adam(model.parameters(), lr=lr)
     raise ValueError(f"unknown optimizer {name!r}: expected 'sgd' or 'adam'")
 
 
@@ -227,7 +230,7 @@ def to_tensor(array: np.ndarray, backend: str) -> Any:
 def batches(
     X: np.ndarray, y: np.ndarray, batch_size: int, backend: str, rng: np.random.Generator | None
 ) -> Iterator[tuple[Any, Any]]:
-    """(inputs, labels) tensors of `batch_size` rows, shuffled by `rng` if given."""
+    """(inputs, targets) tensors of `batch_size` rows, shuffled by `rng` if given."""
     if batch_size < 1:
         raise ValueError(f"the batch size must be >= 1, got {batch_size}")
     order = rng.permutation(len(y)) if rng is not None else np.arange(len(y))
@@ -236,21 +239,45 @@ def batches(
         yield to_tensor(X[rows], backend), to_tensor(y[rows], backend)
 
 
-def classification_epoch(model: Any, optimizer: Any, batches: Any) -> tuple[float, float]:
-    """One pass of minibatch training with cross-entropy; (mean loss, accuracy) seen."""
+def minibatch_epoch(
+    model: Any,
+    optimizer: Any,
+    batches: Iterable[tuple[Any, Any]],
+    loss_fn: Callable[[Any, Any], Any],
+    hits_fn: Callable[[np.ndarray, np.ndarray], int],
+) -> tuple[float, float]:
+    """One pass of minibatch training; returns the (mean loss, accuracy) seen on the way.
+
+    Args:
+        model: maps an input batch to outputs.
+        optimizer: steps the model's parameters.
+        batches: (inputs, targets) tensor pairs.
+        loss_fn: `loss_fn(outputs, targets)`, a one-element tensor (a batch mean).
+        hits_fn: how many rows are right, from numpy copies of outputs and targets.
+    """
     model.train()
     total_loss, hits, seen = 0.0, 0, 0
-    for inputs, labels in batches:
+    for inputs, targets in batches:
         optimizer.zero_grad()
-        logits = model(inputs)
-        loss = mf.nn.functional.cross_entropy(logits, labels)
+        outputs = model(inputs)
+        loss = loss_fn(outputs, targets)
         loss.backward()
         optimizer.step()
-        count = labels.shape[0]
+        count = targets.shape[0]
         total_loss += loss.item() * count
-        hits += int((_numpy(logits).argmax(axis=1) == _numpy(labels)).sum())
+        hits += hits_fn(to_numpy(outputs), to_numpy(targets))
         seen += count
     return total_loss / max(seen, 1), hits / max(seen, 1)
+
+
+def cross_entropy(logits: Any, labels: Any) -> Any:
+    """Mean cross-entropy of class logits (N, C) against int64 labels (N,)."""
+    return functional.cross_entropy(logits, labels)
+
+
+def argmax_hits(logits: np.ndarray, labels: np.ndarray) -> int:
+    """How many rows' largest logit is at the label."""
+    return int((logits.argmax(axis=1) == labels).sum())
 
 
 def predict_logits(model: Any, X: np.ndarray, backend: str, batch_size: int = 512) -> np.ndarray:
@@ -259,17 +286,11 @@ def predict_logits(model: Any, X: np.ndarray, backend: str, batch_size: int = 51
     outputs = []
     with mf.no_grad():
         for start in range(0, len(X), batch_size):
-            outputs.append(_numpy(model(to_tensor(X[start : start + batch_size], backend))))
+            outputs.append(to_numpy(model(to_tensor(X[start : start + batch_size], backend))))
     model.train()
     return np.concatenate(outputs) if outputs else np.zeros((0, 0))
 
 
-def softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise softmax of a numpy array (for showing probabilities)."""
-    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return shifted / shifted.sum(axis=1, keepdims=True)  # type: ignore[no-any-return]
-
-
-def _numpy(t: Any) -> np.ndarray:
+def to_numpy(t: Any) -> np.ndarray:
     """A numpy copy of a tensor's values wherever the tensor lives."""
     return np.asarray(t.detach().cpu().numpy())

@@ -125,6 +125,11 @@ _STAFF_GUIDE = [
     "gets zero for the tasks it breaks, and the file is still complete.",
     "- `python -m minifw.course check-markers` checks that every test has exactly one "
     "known task marker; `python -m minifw.course docs` regenerates these pages.",
+    "- The grader's children inherit its environment: on a machine without a GPU, set "
+    "`NUMBA_ENABLE_CUDASIM=1` to grade the CUDA tasks (3.3, 3.4) on Numba's simulator; "
+    "otherwise their tests are skipped and a task whose tests are all skipped scores 0.",
+    "- Run these commands from a checkout whose `minifw` is importable (installed with "
+    '`pip install -e ".[dev]"`, or with `PYTHONPATH=.`).',
     "",
     "A Gradescope `run_autograder` can copy the submission's `minifw/` over a clean "
     "student repository (so the tests are the staff's, not the submission's) and grade "

@@ -26,7 +26,6 @@ TASK_ID = re.compile(r"^\d+\.\d+$")
 MAX_LINE = 99
 _TITLES = {task.id: task.title for task in TASKS}
 
-Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -225,6 +224,7 @@ def stub_source(
     tree = ast.parse(source, filename)
     lines = source.splitlines(keepends=True)
     fence_lines = {f.begin for f in fences} | {f.end for f in fences}
+    starts = _line_starts(lines)
     edits: list[tuple[int, int, str]] = []
     stubs: list[Stub] = []
     for task, qualname, node in fenced_functions(source, tree, fences, filename):
@@ -232,7 +232,7 @@ def stub_source(
             continue
         docstring = ast.get_docstring(node)
         message = stub_message(task, qualname, docstring)
-        edits.append(_body_edit(lines, node, message, fence_lines))
+        edits.append(_body_edit(lines, starts, node, message, fence_lines))
         stubs.append(Stub(task, qualname, node.lineno, message))
     text = source
     for start, end, replacement in sorted(edits, reverse=True):
@@ -257,28 +257,23 @@ def _offset(lines: list[str], starts: list[int], lineno: int, byte_col: int) -> 
 
 
 def _body_edit(
-    lines: list[str], node: Function, message: str, fence_lines: set[int]
+    lines: list[str], starts: list[int], node: Function, message: str, fence_lines: set[int]
 ) -> tuple[int, int, str]:
     """The (start, end, replacement) character edit that turns `node`'s body into a stub."""
-    starts = _line_starts(lines)
-    body = node.body
+    first, last = node.body[0], node.body[-1]
     has_doc = (
-        isinstance(body[0], ast.Expr)
-        and isinstance(body[0].value, ast.Constant)
-        and isinstance(body[0].value.value, str)
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
     )
-    first = body[0]
-    first_line = lines[first.lineno - 1]
-    prefix = first_line.encode("utf-8")[: first.col_offset].decode("utf-8")
-    own_line = prefix.strip() == ""
-    indent = prefix if own_line else " " * (_indent_width(lines[node.lineno - 1]) + 4)
-    last = body[-1]
-    end_line, end_col = last.end_lineno or last.lineno, last.end_col_offset or 0
-    end = _offset(lines, starts, end_line, end_col)
-    rest = lines[end_line - 1][len(lines[end_line - 1].encode("utf-8")[:end_col].decode()) :]
-    if rest.strip() == "" or rest.strip().startswith("#"):
-        end = starts[end_line - 1] + len(lines[end_line - 1].rstrip("\r\n"))
-        def_indent = _indent_width(lines[node.lineno - 1])
+    def_indent = _indent_width(lines[node.lineno - 1])
+    prefix = lines[first.lineno - 1].encode("utf-8")[: first.col_offset].decode("utf-8")
+    own_line = prefix.strip() == ""  # else the body shares the `def` line: `def f(): ...`
+    indent = prefix if own_line else " " * (def_indent + 4)
+    end_line = last.end_lineno or last.lineno
+    end = _offset(lines, starts, end_line, last.end_col_offset or 0)
+    rest = lines[end_line - 1][end - starts[end_line - 1] :].strip()
+    if rest == "" or rest.startswith("#"):  # drop a trailing comment and comment lines after
         end_line = _eat_comments(lines, end_line, def_indent, fence_lines)
         end = starts[end_line - 1] + len(lines[end_line - 1].rstrip("\r\n"))
     raise_line = _raise_line(indent, message)
@@ -310,7 +305,7 @@ def _eat_comments(lines: list[str], line_no: int, def_indent: int, fence_lines: 
 
 # Where the generator and the docs look for fences, relative to a repository root.
 SOURCE_DIRS = ("minifw", "tests", "project")
-SKIP_PARTS = {"__pycache__", "course"}
+SKIPPED = ("minifw/course/", "tests/course/")
 
 
 def python_files(root: Path) -> list[Path]:
@@ -322,11 +317,10 @@ def python_files(root: Path) -> list[Path]:
     for folder in SOURCE_DIRS:
         base = root / folder
         if base.is_dir():
-            files.extend(
-                path
-                for path in base.rglob("*.py")
-                if not SKIP_PARTS.intersection(path.relative_to(root).parts[:-1])
-            )
+            for path in base.rglob("*.py"):
+                name = path.relative_to(root).as_posix()
+                if "__pycache__" not in name and not name.startswith(SKIPPED):
+                    files.append(path)
     return sorted(files)
 
 

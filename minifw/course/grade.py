@@ -2,13 +2,13 @@
 
 Each task's tests (`pytest -m task2_1`) run in their own child process, in their own
 process group, under a time limit; only the test files whose markers (read without
-importing them) name the task, or name no task, are loaded. Per-test outcomes come from the recording
-plugin (`pytest_plugin.py`), which the grader loads from its own copy of minifw.
-A task scores `max_score * passed / counted`, where skipped tests are not counted
-and a file that cannot be collected counts as one failed test. A task whose
-process hangs, exits or crashes before pytest finishes scores zero, with an
-explanation; `results.json` is rewritten (atomically) after every task, so it is
-complete and valid whatever the submission does.
+importing them) name the task, or name no task, are loaded. Per-test outcomes come
+from the recording plugin (`pytest_plugin.py`), which the grader loads from its
+own copy of minifw. A task scores `max_score * passed / counted`, where skipped
+tests are not counted and a file that cannot be collected counts as one failed
+test. A task whose process hangs, exits or crashes before pytest finishes scores
+zero, with an explanation; `results.json` is rewritten (atomically) after every
+task, so it is complete and valid whatever the submission does.
 """
 
 from __future__ import annotations

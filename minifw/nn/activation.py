@@ -27,18 +27,18 @@ def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
 
 
 def tanh(input: Tensor) -> Tensor:  # noqa: A002
-    """tanh x cell by cell."""
+    """The hyperbolic tangent, cell by cell."""
     return input.tanh()
 
 
 # BEGIN TASK 4.4
 
 
-def _shifted(input: Tensor, dim: int) -> tuple[Tensor, int]:
-    """`input` minus its max along `dim` (a constant: softmax does not depend on it)."""
-    d = normalize_dim(dim, input.dim())
-    peak = input.detach()._reduce(ops.MAX, d) if input.dim() else input.detach()
-    return input - peak, d
+def _shifted(x: Tensor, dim: int) -> tuple[Tensor, int]:
+    """`x` minus its max along `dim` (a constant: softmax does not depend on it)."""
+    d = normalize_dim(dim, x.dim())
+    peak = x.detach()._reduce(ops.MAX, d) if x.dim() else x.detach()
+    return x - peak, d
 
 
 def softmax(input: Tensor, dim: int) -> Tensor:  # noqa: A002

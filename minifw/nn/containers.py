@@ -16,7 +16,6 @@ def _position(index: int, length: int, kind: str) -> int:
     return index % length
 
 
-
 class Sequential(Module):
     """Modules applied one after the other; indexable, sliceable, iterable, sized.
 
@@ -91,5 +90,3 @@ class ModuleList(Module):
         for module in modules:
             self.append(module)
         return self
-
-

@@ -33,9 +33,6 @@ def _tuple(value: IntOrTuple, n: int, name: str) -> tuple[int, ...]:
     return items
 
 
-# BEGIN TASK 4.1
-
-
 def _inner(padded: TensorData, shape: tuple[int, ...], padding: tuple[int, ...]) -> TensorData:
     """The view of `padded` without its padding: the cells of the original `shape`."""
     for d, p in enumerate(padding):
@@ -46,7 +43,7 @@ def _inner(padded: TensorData, shape: tuple[int, ...], padding: tuple[int, ...])
 def _padded(
     x: TensorData, backend: TensorBackend, padding: tuple[int, ...], fill: float
 ) -> TensorData:
-    """x with `padding` cells of `fill` on both sides of each spatial dim (x itself if none)."""
+    """Return x with `padding` cells of `fill` around each spatial dim (x itself if none)."""
     if not any(padding):
         return x
     shape = x.shape[:2] + tuple(s + 2 * p for s, p in zip(x.shape[2:], padding, strict=True))
@@ -55,18 +52,23 @@ def _padded(
     return out
 
 
+def _out_size(size: int, kernel: int, stride: int, padding: int) -> int:
+    """Number of window positions along one spatial dim."""
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+# BEGIN TASK 4.1
+
+
 def _windows(
     x: TensorData, kernel: tuple[int, ...], stride: tuple[int, ...], out: tuple[int, ...]
 ) -> TensorData:
     """The strided view (N, C, *kernel, *out) of x: cell (n, c, *k, *o) is x[n, c, *(o*s + k)]."""
     spatial = x.strides[2:]
-    strides = x.strides[:2] + spatial + tuple(st * s for st, s in zip(spatial, stride, strict=True))
+    strides = (
+        x.strides[:2] + spatial + tuple(st * s for st, s in zip(spatial, stride, strict=True))
+    )
     return TensorData(x.base, x.shape[:2] + kernel + out, strides, x.offset)
-
-
-def _out_size(size: int, kernel: int, stride: int, padding: int) -> int:
-    """Number of window positions along one spatial dim."""
-    return (size + 2 * padding - kernel) // stride + 1
 
 
 class Unfold(Function):
@@ -117,6 +119,9 @@ class Unfold(Function):
         return total, None, None, None, None
 
 
+# END TASK 4.1
+
+
 def unfold(
     input: Tensor,  # noqa: A002 - PyTorch's argument name
     kernel_size: tuple[int, ...],
@@ -141,6 +146,9 @@ def unfold(
                 f"{input.shape}, kernel {kernel_size}, padding {padding})"
             )
     return Unfold.apply(input, kernel_size, stride, padding, fill)  # type: ignore[no-any-return]
+
+
+# BEGIN TASK 4.1
 
 
 def _conv(
@@ -219,13 +227,13 @@ def conv2d(
 
 
 def _pool_windows(
-    name: str, input: Tensor, kernel_size: Any, stride: Any, padding: Any, fill: float  # noqa: A002
+    name: str, source: Tensor, kernel_size: Any, stride: Any, padding: Any, fill: float
 ) -> tuple[Tensor, bool]:
-    """The 2-D windows of `input` with the kernel dims merged: (N, C, KH*KW, OH, OW)."""
-    if input.dim() not in (3, 4):
-        raise RuntimeError(f"{name}: expected a 3-D or 4-D input, got shape {input.shape}")
-    batched = input.dim() == 4
-    x = input if batched else input.unsqueeze(0)
+    """The 2-D windows of `source` with the kernel dims merged: (N, C, KH*KW, OH, OW)."""
+    if source.dim() not in (3, 4):
+        raise RuntimeError(f"{name}: expected a 3-D or 4-D input, got shape {source.shape}")
+    batched = source.dim() == 4
+    x = source if batched else source.unsqueeze(0)
     kernel = _tuple(kernel_size, 2, "kernel_size")
     strides = kernel if stride is None else _tuple(stride, 2, "stride")
     pads = _tuple(padding, 2, "padding")
@@ -247,7 +255,7 @@ def max_pool2d(
 ) -> Tensor:
     """The max of each window (stride defaults to the kernel); grads go to the argmax."""
     cols, batched = _pool_windows("max_pool2d", input, kernel_size, stride, padding, -math.inf)
-    out = cols.max(2).values
+    out: Tensor = cols.max(2).values
     return out if batched else out.squeeze(0)
 
 

@@ -20,7 +20,7 @@ from .loss import binary_cross_entropy, cross_entropy, mse_loss, nll_loss
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
-    """input @ weight.T + bias, for input (..., in) and weight (out, in)."""
+    """Affine map input @ weight.T + bias, for input (..., in) and weight (out, in)."""
     if weight.dim() != 2 or input.dim() == 0 or input.shape[-1] != weight.shape[1]:
         raise RuntimeError(
             f"linear: input of shape {input.shape} has {input.shape[-1] if input.dim() else 0} "
@@ -56,7 +56,9 @@ class EmbeddingLookup(Function):
 
 
 def embedding(
-    input: Tensor, weight: Tensor, padding_idx: int | None = None  # noqa: A002
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,  # noqa: A002
 ) -> Tensor:
     """Rows of `weight` (num_embeddings, dim) for each int64 index: input.shape + (dim,)."""
     if input.dtype is not dtypes.int64:
@@ -70,8 +72,7 @@ def embedding(
     if values.size and (values.min() < 0 or values.max() >= weight.shape[0]):
         bad = values.min() if values.min() < 0 else values.max()
         raise IndexError(
-            f"index out of range in self: index {bad} for an embedding of "
-            f"{weight.shape[0]} rows"
+            f"index out of range in self: index {bad} for an embedding of {weight.shape[0]} rows"
         )
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]

@@ -18,7 +18,7 @@ from .. import dtypes
 from ..autodiff import no_grad
 from ..random import generator
 from ..tensor import Tensor, tensor
-from . import functional as F
+from . import functional as F  # noqa: N812 - PyTorch's idiom
 from .conv import IntOrTuple, _tuple
 from .module import Module, Parameter
 
@@ -38,7 +38,6 @@ def _uniform(shape: tuple[int, ...], fan_in: int, device: str | None, dtype: Any
 def _value(param: Parameter | None) -> Tensor | None:
     """The tensor inside an optional Parameter."""
     return None if param is None else param.value  # type: ignore[no-any-return]
-
 
 
 class Linear(Module):
@@ -248,7 +247,9 @@ class Embedding(Module):
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
-                raise AssertionError(f"Padding_idx must be within num_embeddings, got {padding_idx}")
+                raise AssertionError(
+                    f"Padding_idx must be within num_embeddings, got {padding_idx}"
+                )
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
         rows = generator().standard_normal((num_embeddings, embedding_dim))
@@ -292,10 +293,8 @@ class LayerNorm(Module):
         """Settings, as PyTorch shows them."""
         return (
             f"{self.normalized_shape}, eps={self.eps}, "
-            f"elementwise_affine={self.elementwise_affine}"
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
         )
-
-
 
 
 class BatchNorm1d(Module):
@@ -307,16 +306,16 @@ class BatchNorm1d(Module):
 
     def __init__(
         self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True,
-        device: str | None = None, dtype: Any = None,
+        device: str | None = None, dtype: Any = None, *, bias: bool = True,
     ) -> None:  # fmt: skip
         super().__init__()
         self.num_features, self.eps, self.momentum, self.affine = (
             num_features, eps, momentum, affine
         )  # fmt: skip
         weight = _param(np.ones(num_features), device, dtype) if affine else None
-        bias = _param(np.zeros(num_features), device, dtype) if affine else None
+        shift = _param(np.zeros(num_features), device, dtype) if affine and bias else None
         self.register_parameter("weight", weight)
-        self.register_parameter("bias", bias)
+        self.register_parameter("bias", shift)
         self.register_buffer("running_mean", _param(np.zeros(num_features), device, dtype).value)
         self.register_buffer("running_var", _param(np.ones(num_features), device, dtype).value)
         self.register_buffer("num_batches_tracked", tensor(0, device=device))
@@ -336,7 +335,8 @@ class BatchNorm1d(Module):
             count = input.numel() // self.num_features
             if count < 2:
                 raise ValueError(
-                    f"Expected more than 1 value per channel when training, got input {input.shape}"
+                    "Expected more than 1 value per channel when training, got input "
+                    f"{input.shape}"
                 )
             mean = input.mean(dims, keepdim=True)
             var = ((input - mean) * (input - mean)).mean(dims, keepdim=True)
@@ -350,13 +350,15 @@ class BatchNorm1d(Module):
             mean = self.running_mean.view(*shape)
             var = self.running_var.view(*shape)
         out = (input - mean) / (var + self.eps).sqrt()
-        if self.affine:
-            out = out * self.weight.value.view(*shape) + self.bias.value.view(*shape)
+        if self.weight is not None:
+            out = out * self.weight.value.view(*shape)
+        if self.bias is not None:
+            out = out + self.bias.value.view(*shape)
         return out
 
     def extra_repr(self) -> str:
         """Settings, as PyTorch shows them."""
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats=True"
+            f"affine={self.affine}, bias={self.bias is not None}, track_running_stats=True"
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..tensor import Tensor
-from . import functional as F
+from . import functional as F  # noqa: N812 - PyTorch's idiom
 from .loss import REDUCTIONS
 from .module import Module
 
@@ -58,5 +58,3 @@ class CrossEntropyLoss(NLLLoss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         """The loss."""
         return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction)
-
-

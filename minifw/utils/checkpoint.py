@@ -32,9 +32,7 @@ class CheckpointFunction(Function):
         ctx.save_for_backward(*args[:n_args])
         out = fn(*args[:n_args])
         if not isinstance(out, Tensor):
-            raise TypeError(
-                f"checkpoint: fn must return one Tensor, got {type(out).__name__}"
-            )
+            raise TypeError(f"checkpoint: fn must return one Tensor, got {type(out).__name__}")
         return out
 
     @staticmethod

@@ -106,7 +106,9 @@ class DataLoader:
             arrays = [(t, t.detach().cpu().numpy()) for t in self.dataset.tensors]
         for indices in self._batches():
             if fast:
-                yield tuple(tensor(a[indices], dtype=t.dtype, backend=t.backend) for t, a in arrays)
+                yield tuple(
+                    tensor(a[indices], dtype=t.dtype, backend=t.backend) for t, a in arrays
+                )
             else:
                 yield self.collate_fn([self.dataset[int(i)] for i in indices])
 

@@ -113,3 +113,25 @@ def test_marked_tasks_reads_attribute_chains() -> None:
 
     tree = ast.parse("x = [pytest.mark.task4_5, mark.task0_2(), something.task1_1]")
     assert marked_tasks(tree) == {"4.5", "0.2"}
+
+
+def test_marker_aliases_are_followed() -> None:
+    text = src("""
+        import pytest
+
+        task0_1 = pytest.mark.task0_1
+        late = [pytest.mark.task2_2, pytest.mark.slow]
+
+
+        @task0_1
+        def test_early():
+            pass
+
+
+        @late
+        def test_late():
+            pass
+    """)
+    result = prune_tests(text, later_than_1)
+    assert result.removed == ["test_late"] and result.kept == ["test_early"]
+    assert file_tasks(text) == {"0.1", "2.2"}

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minifw as mf
-import minifw.nn.functional as F
+import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw.autograd import gradcheck
 from minifw.testing import assert_close
 
@@ -40,7 +40,9 @@ def conv_case(draw, dims):
     kernel = tuple(draw(st.integers(1, 3)) for _ in range(dims))
     stride = tuple(draw(st.integers(1, 3)) for _ in range(dims))
     padding = tuple(draw(st.integers(0, k - 1)) for k in kernel)
-    size = tuple(draw(st.integers(max(1, k - 2 * p), 6)) for k, p in zip(kernel, padding))
+    size = tuple(
+        draw(st.integers(max(1, k - 2 * p), 6)) for k, p in zip(kernel, padding, strict=True)
+    )
     return (n, c, *size), (oc, c, *kernel), stride, padding
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import minifw as mf
-import minifw.nn.functional as F
+import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw.autograd import gradcheck
 from minifw.testing import assert_close, shapes, small_floats
 
@@ -109,7 +109,9 @@ def test_dropout_scales_survivors_and_is_reproducible():
 @pytest.mark.parametrize("name", ["relu", "sigmoid", "tanh"])
 def test_activations_match_torch(name):
     values = np.random.default_rng(0).uniform(-4, 4, size=(3, 4))
-    run_both(getattr(F, name), getattr(TF, name) if name == "relu" else getattr(torch, name), [values])
+    run_both(
+        getattr(F, name), getattr(TF, name) if name == "relu" else getattr(torch, name), [values]
+    )
 
 
 @pytest.mark.task4_5
@@ -161,7 +163,11 @@ def test_embedding_gathers_and_scatter_adds():
 @pytest.mark.task4_5
 def test_layer_norm_matches_torch_and_gradchecks():
     rng = np.random.default_rng(0)
-    x, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    x, w, b = (
+        rng.standard_normal((2, 3, 4)),
+        rng.standard_normal((3, 4)),
+        rng.standard_normal((3, 4)),
+    )
     run_both(
         lambda x, w, b: F.layer_norm(x, (3, 4), w, b),
         lambda x, w, b: TF.layer_norm(x, (3, 4), w, b),

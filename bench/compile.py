@@ -1,0 +1,221 @@
+"""What `mf.compile` buys: an elementwise chain and an MLP training step, eager vs compiled.
+
+Run from the repository root:
+
+    python bench/compile.py                 # 1e6-element chain, 784-128-10 MLP, batch 64
+    python bench/compile.py --quick         # tiny sizes, a smoke run
+    python bench/compile.py --n 4000000 --batch 256 --repeat 20
+
+Cases (each warmed up once, which also captures and compiles, then timed `--repeat`
+times; the best time is reported):
+
+- chain: ((x * y + x) * y - x).relu() * 0.5 on n float64 cells (6 ops, memory-bound):
+  minifw eager (6 kernels), compiled with mode="replay" (the same 6 kernels without
+  the Python in between), compiled (one fused kernel), and the same expression in numpy.
+- sigmoid chain: ((x * y + x).sigmoid() * y - x).relu(), the same four ways: the exp
+  per cell makes it compute-bound, so fusion saves less (numpy's exp is SIMD).
+- mlp: one SGD step (forward, backward, in-place update) of a 784-128-10 ReLU MLP
+  with a softmax cross-entropy written with tensor ops: eager; "fwd-only", the loss
+  compiled (the backward runs eagerly, op by op); "compiled", forward and backward
+  compiled together (`loss.backward()` inside the compiled function; the update
+  stays eager); and the same code in PyTorch CPU.
+
+Ratios are "other time / compiled time": above 1 means the compiled version is faster.
+Targets (issue 8): chain compiled >= 3x eager and faster than numpy; MLP step compiled
+at least as fast as PyTorch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import minifw as mf  # noqa: E402
+from minifw.compile import compile as mf_compile  # noqa: E402
+from minifw.profiler import profile  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # PyTorch is optional
+    torch = None
+
+
+def best_time(fn: Callable[[], Any], repeat: int) -> float:
+    """The best wall time of `repeat` calls of `fn`, after one warm-up call."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def per_call(fn: Callable[[], Any]) -> str:
+    """Launches, bytes moved and the share of time outside kernels in one call of `fn`."""
+    with profile() as prof:
+        fn()
+    t = prof.totals()
+    return (f"{t.launches} launches, {(t.bytes_read + t.bytes_written) / 1e6:.1f} MB moved, "
+            f"{100 * t.outside_share:.0f}% of the time outside kernels")  # fmt: skip
+
+
+def chain(x: Any, y: Any) -> Any:
+    """Six elementwise ops, no transcendental function: memory-bound."""
+    return ((x * y + x) * y - x).relu() * 0.5
+
+
+def chain_numpy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The same six ops in numpy."""
+    return np.maximum((x * y + x) * y - x, 0.0) * 0.5
+
+
+def sigmoid_chain(x: Any, y: Any) -> Any:
+    """Six elementwise ops, one exp per cell: compute-bound."""
+    return ((x * y + x).sigmoid() * y - x).relu()
+
+
+def sigmoid_chain_numpy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The same six ops in numpy."""
+    return np.maximum((1.0 / (1.0 + np.exp(-(x * y + x)))) * y - x, 0.0)
+
+
+def bench_chain(
+    n: int, repeat: int, chain: Callable[..., Any], chain_numpy: Callable[..., Any]
+) -> dict[str, float]:
+    """Time a chain four ways; return the times in seconds."""
+    rng = np.random.default_rng(0)
+    xs, ys = rng.standard_normal(n), rng.standard_normal(n)
+    x, y = mf.tensor(xs), mf.tensor(ys)
+    replay, fused = mf_compile(chain, mode="replay"), mf_compile(chain)
+    want = chain_numpy(xs, ys)
+    for version in (chain, replay, fused):
+        version(x, y)
+        np.testing.assert_allclose(version(x, y).numpy(), want, rtol=1e-12, atol=1e-12)
+    times = {
+        "eager": best_time(lambda: chain(x, y), repeat),
+        "replay": best_time(lambda: replay(x, y), repeat),
+        "compiled": best_time(lambda: fused(x, y), repeat),
+        "numpy": best_time(lambda: chain_numpy(xs, ys), repeat),
+    }
+    print(f"{chain.__name__}, {n:,} float64 cells")
+    print(f"  eager    : {per_call(lambda: chain(x, y))}")
+    print(f"  compiled : {per_call(lambda: fused(x, y))}")
+    return times
+
+
+def mlp_loss(x: Any, onehot: Any, w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
+    """Mean softmax cross-entropy of a one-hidden-layer ReLU MLP (plain tensor ops)."""
+    hidden = (x @ w1 + b1).relu()
+    logits = hidden @ w2 + b2
+    return (logits.exp().sum(dim=1).log() - (logits * onehot).sum(dim=1)).mean()
+
+
+def bench_mlp(batch: int, sizes: tuple[int, int, int], repeat: int, lr: float) -> dict[str, float]:
+    """Time one training step eager, compiled and in PyTorch; return the times."""
+    rng = np.random.default_rng(0)
+    xs = rng.random((batch, sizes[0])).astype(np.float32)
+    onehots = np.eye(sizes[2], dtype=np.float32)[rng.integers(0, sizes[2], batch)]
+    shapes = [(sizes[0], sizes[1]), (sizes[1],), (sizes[1], sizes[2]), (sizes[2],)]
+    inits = [(rng.standard_normal(s) * 0.05).astype(np.float32) for s in shapes]
+    x, onehot = mf.tensor(xs), mf.tensor(onehots)
+
+    def minifw_step(compiled: str) -> Callable[[], Any]:
+        params = [mf.tensor(v, requires_grad=True) for v in inits]
+        loss_fn = mf_compile(mlp_loss) if compiled == "forward" else mlp_loss
+
+        def forward_backward(x: Any, onehot: Any) -> Any:
+            loss = loss_fn(x, onehot, *params)
+            loss.backward()
+            return loss
+
+        run = mf_compile(forward_backward) if compiled == "step" else forward_backward
+
+        def step() -> Any:
+            loss = run(x, onehot)
+            with mf.no_grad():
+                for p in params:
+                    p -= lr * p.grad
+                    p.grad = None
+            return loss
+
+        return step
+
+    steps = {name: minifw_step(name) for name in ("eager", "forward", "step")}
+    for _ in range(2):
+        losses = [steps[name]().item() for name in steps]
+        assert max(losses) - min(losses) <= 1e-4 * max(1.0, abs(losses[0])), losses
+    times = {
+        "eager": best_time(steps["eager"], repeat),
+        "fwd-only": best_time(steps["forward"], repeat),
+        "compiled": best_time(steps["step"], repeat),
+    }
+    if torch is not None:
+        tx, tonehot = torch.tensor(xs), torch.tensor(onehots)
+        tparams = [torch.tensor(v, requires_grad=True) for v in inits]
+
+        def torch_step() -> None:
+            loss = mlp_loss(tx, tonehot, *tparams)
+            loss.backward()
+            with torch.no_grad():
+                for p in tparams:
+                    p -= lr * p.grad
+                    p.grad = None
+
+        times["torch"] = best_time(torch_step, repeat)
+    print(f"mlp step, {'-'.join(map(str, sizes))}, batch {batch}, float32")
+    print(f"  eager    : {per_call(steps['eager'])}")
+    print(f"  fwd-only : {per_call(steps['forward'])}")
+    print(f"  compiled : {per_call(steps['step'])}")
+    return times
+
+
+def report(name: str, times: dict[str, float], targets: dict[str, float]) -> None:
+    """Print times and "other / compiled" ratios, with the issue's targets."""
+    base = times["compiled"]
+    for key, seconds in times.items():
+        ratio = "" if key == "compiled" else f"   {key}/compiled = {seconds / base:6.2f}x"
+        goal = f" (target >= {targets[key]:g}x)" if key in targets else ""
+        print(f"  {name} {key:9s}: {seconds * 1e3:9.3f} ms{ratio}{goal}")
+
+
+def main() -> None:
+    """Parse flags, run both cases, print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_000_000, help="cells of the chain")
+    parser.add_argument("--batch", type=int, default=64, help="MLP batch size")
+    parser.add_argument("--repeat", type=int, default=10, help="timed runs per case")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="threads for Numba and PyTorch (0: their default)"
+    )
+    args = parser.parse_args()
+    if args.threads:
+        import numba
+
+        numba.set_num_threads(args.threads)
+        if torch is not None:
+            torch.set_num_threads(args.threads)
+    n, batch, sizes = args.n, args.batch, (784, 128, 10)
+    if args.quick:
+        n, batch, sizes = 10_000, 8, (32, 16, 10)
+    import numba
+
+    print(f"numba {numba.__version__}, {numba.get_num_threads()} threads", end="")
+    print(f"; torch {torch.__version__}, {torch.get_num_threads()} threads" if torch else "")
+    targets = {"eager": 3.0, "numpy": 1.0}
+    report("chain", bench_chain(n, args.repeat, chain, chain_numpy), targets)
+    report("sigmoid", bench_chain(n, args.repeat, sigmoid_chain, sigmoid_chain_numpy), targets)
+    report("mlp", bench_mlp(batch, sizes, args.repeat, 0.05), {"torch": 1.0})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Page 2, Autograd graph: type an expression in x, y, z and see its graph.
+
+The text is parsed by project/expression.py (a whitelist over Python's `ast`,
+never `eval`), evaluated with minifw Scalars or Tensors, differentiated with
+`backward()`, and drawn by `minifw.viz.to_dot` with data and gradients.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import minifw as mf
+from minifw.viz import to_dot
+
+from ..expression import NAMES, ExpressionError, evaluate, parse, parse_value
+
+EXAMPLES = {
+    "Scalars": ("(x * y + z.exp()).relu() + x ** 2 / y", {"x": "2.0", "y": "-1.5", "z": "0.5"}),
+    "Tensors": (
+        "(x * y + z).sigmoid().sum()",
+        {"x": "[1, 2, 3]", "y": "[0.5, -1, 2]", "z": "1.0"},
+    ),
+}
+
+
+def build(engine: str, text: str, raw_values: dict[str, str]) -> tuple[Any, dict[str, Any]]:
+    """Parse and evaluate `text`, run backward; returns (output, leaves by name).
+
+    Raises:
+        ExpressionError: the text or a value is refused, or evaluation fails.
+    """
+    tree = parse(text)
+    used = sorted({node.id for node in _names(tree)})
+    leaves: dict[str, Any] = {}
+    for name in used:
+        value = parse_value(raw_values[name])
+        if engine == "Scalars":
+            if isinstance(value, list):
+                raise ExpressionError(f"{name} must be one number for Scalars (got a list)")
+            leaves[name] = mf.Scalar(value)
+        else:
+            leaves[name] = mf.tensor(value, requires_grad=True)
+    if engine == "Scalars":
+        out = evaluate(tree, leaves, lambda v: mf.Scalar(v, requires_grad=False))
+    else:
+        out = evaluate(tree, leaves, lambda v: mf.tensor(v))
+    if not leaves or not hasattr(out, "backward"):
+        raise ExpressionError("the expression must use x, y or z")
+    if engine == "Tensors" and out.numel() != 1:
+        raise ExpressionError(
+            f"the result has shape {tuple(out.shape)}; backward needs one number: "
+            "wrap the expression in sum(...) or mean(...)"
+        )
+    out.backward()
+    return out, leaves
+
+
+def _names(tree: Any) -> list[Any]:
+    import ast
+
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Name)]
+
+
+def _numbers(value: Any) -> str:
+    """A short text of a Scalar's or Tensor's numbers."""
+    if value is None:
+        return "None"
+    data = value.data if isinstance(value, mf.Scalar) else value
+    if isinstance(data, float | int):
+        return f"{data:.4f}"
+    return np.array2string(np.asarray(data.detach().numpy()), precision=4)
+
+
+def render() -> None:
+    """Draw the Autograd graph page."""
+    st.title("2 · Autograd graph")
+    st.caption("Course module 1: the graph that backward walks, with data and gradients.")
+    engine = st.radio("values", list(EXAMPLES), horizontal=True)
+    example, defaults = EXAMPLES[engine]
+    text = st.text_input("expression in x, y, z", example, key=f"expr-{engine}", max_chars=300)
+    cols = st.columns(3)
+    raw = {
+        name: col.text_input(name, defaults[name], key=f"{name}-{engine}")
+        for name, col in zip(NAMES, cols, strict=True)
+    }
+    st.caption(
+        "Allowed: numbers, x, y, z, + - * / **, and exp log relu sigmoid tanh sqrt abs "
+        "sum mean as f(x) or x.f(). Anything else is refused."
+    )
+    try:
+        out, leaves = build(engine, text, raw)
+    except ExpressionError as error:
+        st.error(f"refused: {error}")
+        return
+    left, right = st.columns([3, 1])
+    with left:
+        labels = {value: name for name, value in leaves.items()}
+        labels[out] = "out"
+        st.graphviz_chart(to_dot(out, labels=labels))
+    with right:
+        st.metric("out", _numbers(out))
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "value": [_numbers(v) for v in leaves.values()],
+                    "d out / d value": [_numbers(v.grad) for v in leaves.values()],
+                },
+                index=list(leaves),
+            )
+        )

@@ -1,0 +1,107 @@
+"""Page 4, Digits: train the conv net on the 8x8 digits and look inside it.
+
+Training runs in a background job like the Train page. Once it has stopped, the
+page shows test images with predicted and true labels, the confusion matrix and
+the first conv layer's feature maps for a chosen image.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from minifw.datasets import ImageSplit
+
+from ..digits import DEFAULTS, DigitsTrainer, load_images
+from ..jobs import JobSnapshot, TrainingJob
+from ..plots import confusion_figure, digits_figure, feature_maps_figure
+from ..training import Trainer
+from .common import backend_choices, curves, live, records_frame, show_progress
+
+
+@st.cache_data
+def images() -> ImageSplit:
+    """scikit-learn's 8x8 digits split into train and test (loaded once)."""
+    return load_images()
+
+
+def settings() -> tuple[DigitsTrainer | None, int]:
+    """The settings widgets; returns a new trainer when Train is clicked, and the epochs."""
+    cols = st.columns(4)
+    backend = cols[0].selectbox("backend", backend_choices(), index=1, key="digits-backend")
+    epochs = int(cols[1].number_input("epochs", 1, 100, DEFAULTS.epochs, key="digits-epochs"))
+    lr = cols[2].number_input(
+        "learning rate", 1e-4, 1.0, DEFAULTS.lr, format="%.4f", key="digits-lr"
+    )
+    batch = cols[3].number_input("batch size", 1, 512, DEFAULTS.batch, key="digits-batch")
+    buttons = st.columns([1, 1, 6])
+    train = buttons[0].button("Train", type="primary", key="digits-train")
+    if buttons[1].button("Stop", key="digits-stop"):
+        job = st.session_state.get("digits_job")
+        if job is not None:
+            job.stop()
+    if not train:
+        return None, epochs
+    trainer = DigitsTrainer(lr=float(lr), batch=int(batch), backend=backend, images=images())
+    return trainer, epochs
+
+
+def observe(trainer: Trainer) -> float:
+    """Test accuracy, taken in the worker thread a few times per run."""
+    return trainer.test_accuracy()  # type: ignore[attr-defined, no-any-return]
+
+
+def draw(snapshot: JobSnapshot, epochs: int) -> None:
+    """Progress, the loss curve, the test accuracy and the table of epochs."""
+    show_progress(snapshot, epochs)
+    if snapshot.observation is not None:
+        st.metric("test accuracy", f"{snapshot.observation:.1%}")
+    left, right = st.columns(2)
+    with left:
+        st.subheader("loss and accuracy")
+        if snapshot.records:
+            curves(snapshot.records)
+    with right:
+        st.subheader("epochs")
+        st.dataframe(records_frame(snapshot.records).iloc[::-1], height=300)
+
+
+def results(trainer: DigitsTrainer) -> None:
+    """Predictions, confusion matrix and feature maps of the trained network."""
+    data = trainer.images
+    count = 16
+    predictions = trainer.predict(data.test_images[:count])
+    st.subheader("test images: predicted / true")
+    st.pyplot(digits_figure(data.test_images[:count], data.test_labels[:count], predictions))
+    left, right = st.columns(2)
+    with left:
+        st.pyplot(confusion_figure(trainer.confusion()), width="content")
+    with right:
+        st.subheader("first conv layer's feature maps")
+        pick = st.slider("test image", 0, len(data.test_images) - 1, 0, key="digits-image")
+        image = data.test_images[pick]
+        st.pyplot(feature_maps_figure(image, trainer.feature_maps(image)))
+
+
+def render() -> None:
+    """Draw the Digits page."""
+    st.title("4 · Digits")
+    st.caption("Course module 4: a LeNet-style conv net on scikit-learn's 8x8 digits.")
+    try:
+        trainer, epochs = settings()
+    except (ValueError, RuntimeError, ImportError) as error:
+        st.error(f"cannot build the model: {error}")
+        return
+    if trainer is not None:
+        previous = st.session_state.get("digits_job")
+        if previous is not None:
+            previous.stop()
+        every = max(1, epochs // 5)
+        st.session_state["digits_job"] = TrainingJob(trainer, epochs, observe, every).start()
+        st.session_state["digits_epochs"] = epochs
+    job = st.session_state.get("digits_job")
+    if job is None:
+        st.info("Press Train: about ten epochs reach 95% test accuracy.")
+        return
+    live(job, lambda snapshot: draw(snapshot, st.session_state["digits_epochs"]))
+    if not job.running and job.trainer.records:
+        results(job.trainer)

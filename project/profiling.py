@@ -1,0 +1,93 @@
+"""One training step, profiled and timed eager vs compiled (for the app's Profiler page).
+
+`make_step` builds a model, a batch and an optimizer and returns a function that
+runs one step (zero_grad, forward, loss, backward, optimizer step), with the
+forward + loss either eager or wrapped in `mf.compile`. `profile_step` runs one
+step under `minifw.profiler.profile()`; `best_time` times steps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from minifw import profiler
+from minifw.compile import compile as mf_compile
+
+from .digits import DigitsNet
+from .points import points_mlp
+from .training import build_model, cross_entropy, make_optimizer, to_tensor
+
+MODELS = ("points MLP", "digits conv net")
+
+
+def make_step(
+    model: str, backend: str, batch: int, hidden: int, compiled: bool
+) -> Callable[[], float]:
+    """A function running one training step on a fixed random batch; returns the loss."""
+    rng = np.random.default_rng(0)
+    if model == "points MLP":
+        net = build_model(lambda: points_mlp(hidden), backend, seed=0)
+        inputs = rng.uniform(-1.0, 1.0, size=(batch, 2))
+        labels = rng.integers(0, 2, size=batch)
+    elif model == "digits conv net":
+        net = build_model(lambda: DigitsNet(8), backend, seed=0)
+        inputs = rng.uniform(0.0, 1.0, size=(batch, 1, 8, 8))
+        labels = rng.integers(0, 10, size=batch)
+    else:
+        raise ValueError(f"unknown model {model!r}: expected one of {', '.join(MODELS)}")
+    x, y = to_tensor(inputs, backend), to_tensor(labels, backend)
+    optimizer = make_optimizer("sgd", net, 0.01)
+
+    def loss_of(xb: Any, yb: Any) -> Any:
+        return cross_entropy(net(xb), yb)
+
+    forward = mf_compile(loss_of) if compiled else loss_of
+
+    def step() -> float:
+        optimizer.zero_grad()
+        loss = forward(x, y)
+        loss.backward()
+        optimizer.step()
+        return float(loss.item())
+
+    return step
+
+
+def profile_step(step: Callable[[], float], warmup: int = 2) -> profiler.profile:
+    """Run `step` `warmup` times (compiles, captures), then once under the profiler."""
+    for _ in range(warmup):
+        step()
+    with profiler.profile() as prof:
+        step()
+    return prof
+
+
+def best_time(step: Callable[[], float], repeat: int = 5) -> float:
+    """The fastest of `repeat` timed steps, in seconds (after one warm-up step)."""
+    step()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        step()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def ops_frame(prof: profiler.profile) -> pd.DataFrame:
+    """Per-op totals of a profile: calls, kernel and Python time (ms), FLOPs, bytes."""
+    rows = sorted(prof.key_averages(), key=lambda s: -(s.kernel_us + s.python_us))
+    return pd.DataFrame(
+        {
+            "op": [" ".join(s.key) for s in rows],
+            "calls": [s.calls for s in rows],
+            "kernel ms": [s.kernel_us / 1e3 for s in rows],
+            "python ms": [s.python_us / 1e3 for s in rows],
+            "MFLOP": [s.flops / 1e6 for s in rows],
+            "KB moved": [(s.bytes_read + s.bytes_written) / 1e3 for s in rows],
+        }
+    )

@@ -1,0 +1,165 @@
+"""Losses (functional and Modules) against PyTorch in float64, forward and backward."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minifw as mf
+import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
+from minifw import nn
+from minifw.autograd import gradcheck
+from minifw.testing import assert_close
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+pytestmark = pytest.mark.task4_5
+REDUCTIONS = ["mean", "sum", "none"]
+
+
+def run_both(mf_fn, torch_fn, arrays, seed=0):
+    """Run fn on minifw and torch float64 leaves; compare outputs and all input grads."""
+    ours = [mf.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, ref = mf_fn(*ours), torch_fn(*theirs)
+    assert_close(out, ref, rtol=1e-9, atol=1e-12)
+    seed_grad = np.random.default_rng(seed).standard_normal(tuple(ref.shape))
+    out.backward(mf.tensor(seed_grad))
+    ref.backward(torch.tensor(seed_grad))
+    for mine, want in zip(ours, theirs, strict=True):
+        assert_close(mine.grad, want.grad, rtol=1e-8, atol=1e-11)
+
+
+rng = np.random.default_rng(0)
+LOGITS = rng.standard_normal((5, 4))
+TARGETS = np.array([0, 3, 1, 1, 2])
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_mse_loss(reduction):
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    run_both(
+        lambda x, y: F.mse_loss(x, y, reduction=reduction),
+        lambda x, y: TF.mse_loss(x, y, reduction=reduction),
+        [a, b],
+    )
+    with pytest.warns(UserWarning, match="different to the input size"):
+        F.mse_loss(mf.zeros(3, 1), mf.zeros(3))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_with_int64_and_float_targets(reduction):
+    for targets in (mf.tensor(TARGETS), mf.tensor(TARGETS.astype(float))):
+        run_both(
+            lambda x, t=targets: F.cross_entropy(x, t, reduction=reduction),
+            lambda x: TF.cross_entropy(x, torch.tensor(TARGETS), reduction=reduction),
+            [LOGITS],
+        )
+
+
+def test_cross_entropy_weight_ignore_index_and_extra_dims():
+    weight = np.array([0.5, 2.0, 1.0, 3.0])
+    targets = np.array([0, 3, -100, 1, 2])
+    run_both(
+        lambda x: F.cross_entropy(x, mf.tensor(targets), mf.tensor(weight)),
+        lambda x: TF.cross_entropy(x, torch.tensor(targets), torch.tensor(weight)),
+        [LOGITS],
+    )
+    images, labels = rng.standard_normal((2, 3, 4, 2)), rng.integers(0, 3, size=(2, 4, 2))
+    run_both(
+        lambda x: F.cross_entropy(x, mf.tensor(labels)),
+        lambda x: TF.cross_entropy(x, torch.tensor(labels)),
+        [images],
+    )
+    run_both(
+        lambda x: F.cross_entropy(x, mf.tensor(2)),
+        lambda x: TF.cross_entropy(x, torch.tensor(2)),
+        [LOGITS[0]],
+    )
+
+
+def test_cross_entropy_with_probability_targets():
+    probs = np.abs(rng.standard_normal((5, 4)))
+    probs /= probs.sum(1, keepdims=True)
+    run_both(F.cross_entropy, TF.cross_entropy, [LOGITS, probs])
+
+
+def test_cross_entropy_target_errors():
+    x = mf.tensor(LOGITS)
+    with pytest.raises(IndexError, match="Target 4 is out of bounds"):
+        F.cross_entropy(x, mf.tensor([0, 4, 1, 1, 2]))
+    with pytest.raises(ValueError, match=r"Expected target of shape \(5,\)"):
+        F.cross_entropy(x, mf.tensor([0, 1]))
+    with pytest.raises(ValueError, match="whole numbers"):
+        F.cross_entropy(x, mf.tensor([0.5, 1.0, 1.0, 1.0, 2.0]))
+    with pytest.raises(ValueError, match="not a valid value for reduction"):
+        F.cross_entropy(x, mf.tensor(TARGETS), reduction="avg")
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_nll_loss(reduction):
+    logp = TF.log_softmax(torch.tensor(LOGITS), 1).numpy()
+    run_both(
+        lambda x: F.nll_loss(x, mf.tensor(TARGETS), reduction=reduction),
+        lambda x: TF.nll_loss(x, torch.tensor(TARGETS), reduction=reduction),
+        [logp],
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_binary_cross_entropy(reduction):
+    p = rng.uniform(0.05, 0.95, size=(3, 4))
+    t = rng.uniform(0.0, 1.0, size=(3, 4))
+    w = rng.uniform(0.5, 2.0, size=(4,))
+    run_both(
+        lambda x, y: F.binary_cross_entropy(x, y, reduction=reduction),
+        lambda x, y: TF.binary_cross_entropy(x, y, reduction=reduction),
+        [p, t],
+    )
+    run_both(
+        lambda x: F.binary_cross_entropy(x, mf.tensor(t), mf.tensor(w), reduction=reduction),
+        lambda x: TF.binary_cross_entropy(
+            x, torch.tensor(t), torch.tensor(w), reduction=reduction
+        ),
+        [p],
+    )
+
+
+def test_binary_cross_entropy_clamps_logs_and_checks_range():
+    edge = np.array([0.0, 1.0, 0.5])
+    target = np.array([1.0, 0.0, 1.0])
+    run_both(
+        lambda x: F.binary_cross_entropy(x, mf.tensor(target)),
+        lambda x: TF.binary_cross_entropy(x, torch.tensor(target)),
+        [edge],
+    )
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(mf.tensor([1.5]), mf.tensor([1.0]))
+    with pytest.raises(ValueError, match="different to the input size"):
+        F.binary_cross_entropy(mf.tensor([0.5]), mf.tensor([1.0, 0.0]))
+
+
+def test_losses_gradcheck():
+    x = mf.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    assert gradcheck(lambda t: F.cross_entropy(t, mf.tensor([1, 0, 3])), [x])
+    p = mf.tensor(rng.uniform(0.1, 0.9, size=(2, 3)), requires_grad=True)
+    y = mf.tensor(rng.uniform(0.0, 1.0, size=(2, 3)), requires_grad=True)
+    assert gradcheck(F.binary_cross_entropy, [p, y])
+
+
+@pytest.mark.parametrize(
+    "ours,theirs,make_input,target",
+    [
+        (nn.MSELoss, torch.nn.MSELoss, lambda: LOGITS, LOGITS[::-1].copy()),
+        (nn.CrossEntropyLoss, torch.nn.CrossEntropyLoss, lambda: LOGITS, TARGETS),
+        (nn.NLLLoss, torch.nn.NLLLoss, lambda: -np.abs(LOGITS), TARGETS),
+        (nn.BCELoss, torch.nn.BCELoss, lambda: 1 / (1 + np.exp(-LOGITS)), LOGITS > 0),
+    ],
+)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_loss_modules_match_torch(ours, theirs, make_input, target, reduction):
+    target_mf = mf.tensor(target if target.dtype != bool else target.astype(float))
+    target_torch = torch.tensor(target if target.dtype != bool else target.astype(float))
+    loss, ref = ours(reduction=reduction), theirs(reduction=reduction)
+    assert repr(loss) == repr(theirs())
+    run_both(lambda x: loss(x, target_mf), lambda x: ref(x, target_torch), [make_input()])

@@ -1,0 +1,134 @@
+"""Training on the toy 2-D sets: the documented defaults reach 95%, checkpoints resume."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import minifw as mf
+from minifw.backends import cuda_available
+from minifw.datasets import DATASETS
+from project.points import (
+    DEFAULTS,
+    SCALAR_DEFAULTS,
+    PointsTrainer,
+    ScalarTrainer,
+    bce_with_logits,
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.task2_5
+def test_bce_with_logits_is_stable_and_has_the_right_gradient() -> None:
+    z_values = [-60.0, -1.0, 0.3, 2.0, 60.0]  # not 0: relu and abs have a kink there
+    targets = [0.0, 1.0, 1.0, 0.0, 1.0]
+    z = mf.tensor(z_values, requires_grad=True, backend="simple")
+    loss = bce_with_logits(z, mf.tensor(targets, backend="simple"))
+    loss.backward()
+    expected = [
+        -(t * math.log(1 / (1 + math.exp(-v))) + (1 - t) * math.log(1 / (1 + math.exp(v))))
+        if abs(v) < 30
+        else max(v, 0.0) - v * t
+        for v, t in zip(z_values, targets, strict=True)
+    ]
+    assert loss.item() == pytest.approx(sum(expected) / 5, rel=1e-9)
+    sigmoid = [1 / (1 + math.exp(-v)) for v in z_values]
+    np.testing.assert_allclose(
+        z.grad.numpy(), [(s - t) / 5 for s, t in zip(sigmoid, targets, strict=True)], atol=1e-12
+    )
+
+
+@pytest.mark.task2_5
+def test_simple_set_reaches_95_percent_on_the_simple_backend() -> None:
+    trainer = PointsTrainer("simple", backend="simple")
+    records = trainer.train(DEFAULTS["simple"].epochs)
+    assert len(records) == DEFAULTS["simple"].epochs
+    assert records[-1].loss < 0.5 * records[0].loss
+    assert trainer.accuracy() >= 0.95
+    probabilities = trainer.predict_proba(np.array([[0.1, 0.5], [0.9, 0.5]]))
+    assert probabilities[0] > 0.5 > probabilities[1]  # label 1 left of x1 = 0.5
+
+
+def small(**changes: object) -> PointsTrainer:
+    settings = {"dataset": "xor", "points": 12, "hidden": 3, "batch": 4, "backend": "simple"}
+    settings.update(changes)
+    return PointsTrainer(**settings)  # type: ignore[arg-type]
+
+
+@pytest.mark.task2_5
+def test_checkpoint_resume_continues_the_same_run(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    straight = small()
+    straight.train(4)
+    first = small()
+    first.train(2)
+    path = str(tmp_path / "run.mf")
+    first.save(path)
+    resumed = small()
+    resumed.resume(path)
+    assert resumed.epochs_done == 2 and [r.epoch for r in resumed.records] == [1, 2]
+    resumed.train(4)
+    np.testing.assert_allclose(
+        [r.loss for r in resumed.records], [r.loss for r in straight.records], rtol=1e-10
+    )
+    points = np.random.default_rng(0).random((5, 2))
+    np.testing.assert_allclose(resumed.predict_proba(points), straight.predict_proba(points))
+
+
+@pytest.mark.task2_5
+def test_resume_refuses_a_checkpoint_of_other_settings(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "run.mf")
+    trainer = small()
+    trainer.train(1)
+    trainer.save(path)
+    with pytest.raises(ValueError, match="hidden: saved 3, now 4"):
+        small(hidden=4).resume(path)
+    scalar = ScalarTrainer("xor", points=12, hidden=3)
+    with pytest.raises(ValueError, match="'points' checkpoint, not a 'scalar' one"):
+        scalar.resume(path)
+
+
+@pytest.mark.task2_5
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown dataset"):
+        PointsTrainer("moons", backend="simple")
+    with pytest.raises(ValueError, match="unknown backend"):
+        PointsTrainer("xor", backend="tpu")
+    with pytest.raises(ValueError, match="learning rate"):
+        PointsTrainer("xor", lr=-1.0, backend="simple")
+
+
+@pytest.mark.task3_5
+@pytest.mark.parametrize("dataset", list(DATASETS))
+def test_every_dataset_reaches_95_percent_with_its_defaults(dataset: str) -> None:
+    trainer = PointsTrainer(dataset, backend="fast")
+    trainer.train(DEFAULTS[dataset].epochs)
+    assert trainer.accuracy() >= 0.95, f"{dataset}: {trainer.accuracy():.1%}"
+
+
+@pytest.mark.task3_5
+def test_a_few_steps_on_the_cuda_backend_match_the_fast_backend() -> None:
+    if not cuda_available():
+        pytest.skip("cuda backend: no CUDA GPU here and NUMBA_ENABLE_CUDASIM=1 is not set")
+    runs = [small(points=4, hidden=2, batch=4, backend=b) for b in ("fast", "cuda")]
+    for trainer in runs:
+        trainer.train(2)
+    np.testing.assert_allclose(
+        [r.loss for r in runs[1].records], [r.loss for r in runs[0].records], rtol=1e-9
+    )
+
+
+@pytest.mark.task1_5
+def test_scalar_trainer_learns_simple_and_resumes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    trainer = ScalarTrainer("simple")
+    trainer.train(SCALAR_DEFAULTS["simple"].epochs)
+    assert trainer.accuracy() >= 0.95
+    path = str(tmp_path / "scalar.mf")
+    trainer.save(path)
+    again = ScalarTrainer("simple")
+    again.resume(path)
+    points = np.array([[0.2, 0.3], [0.7, 0.9], [0.45, 0.1]])
+    np.testing.assert_allclose(again.predict_proba(points), trainer.predict_proba(points))
+    assert again.epochs_done == trainer.epochs_done

@@ -1,0 +1,444 @@
+"""mf.compile: captured, fused replays agree with eager (values and gradients), or fall back."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minifw as mf
+from minifw import _fusion, tensor_ops
+from minifw.compile import CompiledFunction, CompileWarning
+from minifw.compile import compile as mf_compile
+from minifw.profiler import profile
+
+pytestmark = pytest.mark.task3_5
+
+UNARY = {
+    "neg": lambda v: -v,
+    "exp": lambda v: v.exp(),
+    "sigmoid": lambda v: v.sigmoid(),
+    "relu": lambda v: v.relu(),
+    "tanh": lambda v: v.tanh(),
+    "abs": lambda v: v.abs(),
+}
+BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b}
+
+
+@st.composite
+def broadcast_pairs(draw):
+    """Two shapes that broadcast together (either one may be the smaller)."""
+    sides = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+    x = tuple(s if draw(st.booleans()) else 1 for s in sides)
+    keep = draw(st.integers(1, len(sides)))
+    y = tuple(s if draw(st.booleans()) else 1 for s in sides[-keep:])
+    return x, y
+
+
+chains = st.lists(
+    st.one_of(
+        st.tuples(st.just("unary"), st.sampled_from(sorted(UNARY))),
+        st.tuples(
+            st.just("binary"), st.sampled_from(sorted(BINARY)), st.sampled_from(["x", "y", "v"])
+        ),
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+def make_chain(chain):
+    def f(x, y):
+        v = x
+        for step in chain:
+            if step[0] == "unary":
+                v = UNARY[step[1]](v)
+            else:
+                other = {"x": x, "y": y, "v": v}[step[2]]
+                v = BINARY[step[1]](v, other)
+        return v
+
+    return f
+
+
+def values(shape, seed, requires_grad=False):
+    data = np.random.default_rng(seed).uniform(-2.0, 2.0, size=shape)
+    return mf.tensor(data, requires_grad=requires_grad)
+
+
+def assert_close(got, want):
+    np.testing.assert_allclose(
+        got.detach().numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-12, equal_nan=True
+    )
+
+
+@settings(max_examples=10)
+@given(shapes=broadcast_pairs(), chain=chains, grad=st.booleans(), seed=st.integers(0, 10**6))
+def test_fused_chains_match_eager(shapes, chain, grad, seed):
+    f = make_chain(chain)
+    compiled = mf_compile(f)
+    compiled(values(shapes[0], seed, grad), values(shapes[1], seed + 1, grad))
+    x, y = values(shapes[0], seed + 2, grad), values(shapes[1], seed + 3, grad)
+    ex, ey = values(shapes[0], seed + 2, grad), values(shapes[1], seed + 3, grad)
+    got, want = compiled(x, y), f(ex, ey)
+    assert compiled.stats == {"captures": 1, "replays": 1, "eager_calls": 0, "fallbacks": 0}
+    assert_close(got, want)
+    if grad:
+        got.sum().backward()
+        want.sum().backward()
+        for a, b in ((x, ex), (y, ey)):
+            if b.grad is None:
+                assert a.grad is None
+            else:
+                assert_close(a.grad, b.grad)
+    (plan,) = compiled.plans()
+    assert len(plan.program) <= len(plan.graph.steps)
+
+
+def shared_intermediate(x, y):
+    a = (x * y).exp()
+    return a * (x + y).sigmoid(), a
+
+
+def reduce_reads_a_member(x, y):
+    a = x * y
+    return (a + 1.0).tanh() * a.sum(dim=-1, keepdim=True)
+
+
+def transposed_and_sliced(x, y):
+    return ((x.T * 2.0).exp().T - x[:, 1:2]).abs() + y
+
+
+def in_place_on_an_intermediate(x, y):
+    z = x * 2.0
+    z += y
+    return z.tanh() * x
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        shared_intermediate,
+        reduce_reads_a_member,
+        transposed_and_sliced,
+        in_place_on_an_intermediate,
+    ],
+)
+@pytest.mark.parametrize("grad", [False, True])
+def test_graphs_with_branches_views_and_in_place_writes_match_eager(f, grad):
+    compiled = mf_compile(f)
+    compiled(values((3, 4), 0, grad), values((4,), 1, grad))
+    x, y = values((3, 4), 2, grad), values((4,), 3, grad)
+    ex, ey = values((3, 4), 2, grad), values((4,), 3, grad)
+    got, want = compiled(x, y), f(ex, ey)
+    got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+    for g, w in zip(got, want, strict=True):
+        assert_close(g, w)
+    assert compiled.stats["replays"] == 1
+    if grad:
+        sum(g.sum() for g in got).backward()
+        sum(w.sum() for w in want).backward()
+        assert_close(x.grad, ex.grad)
+        assert_close(y.grad, ey.grad)
+
+
+@pytest.mark.parametrize(
+    ("f", "kinds"),
+    [
+        (lambda x, r, c: (x * r).exp() + c, ["dense", "block", "block"]),
+        (lambda x, r, c: (x * x[:, 0:1, :]).exp() - 2.0, ["dense", "strided", "scalar"]),
+        (
+            lambda x, r, c: (x.permute(2, 0, 1) + 1.0).tanh() * c.permute(2, 0, 1),
+            ["strided", "scalar", "block"],
+        ),
+    ],
+)
+def test_broadcast_operands_are_read_the_right_way(f, kinds):
+    compiled = mf_compile(f)
+    shapes = [(2, 3, 4), (4,), (2, 3, 1)]
+    compiled(*(values(s, i) for i, s in enumerate(shapes)))
+    args = [values(s, 10 + i) for i, s in enumerate(shapes)]
+    assert_close(compiled(*args), f(*args))
+    (kernel,) = compiled.plans()[0].fused
+    assert [_fusion.leaf_access(r, kernel.group.shape)[0] for r in kernel.group.leaves] == kinds
+
+
+def test_a_chain_becomes_one_kernel_that_writes_only_its_result():
+    def f(x, y):
+        return ((x * y + x).sigmoid() * y - x).relu()
+
+    compiled = mf_compile(f)
+    x, y = values((5, 4), 0), values((4,), 1)
+    compiled(x, y)
+    with profile() as prof:
+        got = compiled(x, y)
+    assert_close(got, f(x, y))
+    (event,) = prof.events
+    assert event.kind == "fused"
+    assert event.name == "fused[mul,add,sigmoid,mul,sub,relu]"
+    assert event.flops == 6 * 20
+    assert event.bytes_read == 8 * (20 + 4)
+    assert event.bytes_written == 8 * 20
+    assert event.function.endswith("<locals>.f") and event.phase == "forward"
+    (plan,) = compiled.plans()
+    source = plan.fused[0].source
+    assert "@njit(parallel=True, cache=True)" in source
+    assert plan.fused[0].path.parent == _fusion.cache_dir()
+    assert plan.fused[0].path.read_text() == source
+    assert "fused[mul,add,sigmoid,mul,sub,relu]" in compiled.explain()
+
+
+def mlp_loss(x, target, w1, b1, w2, b2):
+    hidden = (x @ w1 + b1).relu()
+    logits = hidden @ w2 + b2
+    return ((logits - target) ** 2).mean()
+
+
+def test_mlp_forward_and_backward_match_eager_across_sgd_steps():
+    rng = np.random.default_rng(0)
+    params = [
+        mf.tensor(rng.normal(size=shape) * 0.5, requires_grad=True)
+        for shape in [(6, 8), (8,), (8, 3), (3,)]
+    ]
+    twins = [mf.tensor(p.detach().numpy().copy(), requires_grad=True) for p in params]
+    compiled = mf_compile(mlp_loss)
+    for step in range(3):
+        x = mf.tensor(rng.normal(size=(5, 6)))
+        target = mf.tensor(rng.normal(size=(5, 3)))
+        got, want = compiled(x, target, *params), mlp_loss(x, target, *twins)
+        assert_close(got, want)
+        assert got.grad_fn.name() == want.grad_fn.name() == "DivBackward"
+        got.backward()
+        want.backward()
+        with mf.no_grad():
+            for p, q in zip(params, twins, strict=True):
+                assert_close(p.grad, q.grad)
+                p -= 0.1 * p.grad
+                q -= 0.1 * q.grad
+                p.grad = q.grad = None
+        assert compiled.stats["replays"] == step
+    (plan,) = compiled.plans()
+    assert [k.name for k in plan.fused] == ["fused[add,relu]", "fused[add,sub,pow]"]
+
+
+def test_a_whole_training_step_with_backward_is_captured():
+    rng = np.random.default_rng(1)
+    params = [
+        mf.tensor(rng.normal(size=shape) * 0.5, requires_grad=True)
+        for shape in [(6, 8), (8,), (8, 3), (3,)]
+    ]
+    twins = [mf.tensor(p.detach().numpy().copy(), requires_grad=True) for p in params]
+
+    def forward_backward(x, target, weights):
+        loss = mlp_loss(x, target, *weights)
+        loss.backward()
+        return loss
+
+    step = mf_compile(lambda x, target: forward_backward(x, target, params))
+    for _ in range(3):
+        x, target = mf.tensor(rng.normal(size=(5, 6))), mf.tensor(rng.normal(size=(5, 3)))
+        got, want = step(x, target), forward_backward(x, target, twins)
+        assert_close(got, want)
+        with mf.no_grad():
+            for p, q in zip(params, twins, strict=True):
+                assert_close(p.grad, q.grad)
+                p -= 0.1 * p.grad
+                q -= 0.1 * q.grad
+                p.grad = q.grad = None
+    assert step.stats == {"captures": 1, "replays": 2, "eager_calls": 0, "fallbacks": 0}
+    assert any("relu_back" in line for line in step.explain().splitlines())
+    for _ in range(2):  # grads already set: that call runs eagerly, and they accumulate
+        step(x, target)
+        forward_backward(x, target, twins)
+    for p, q in zip(params, twins, strict=True):
+        assert_close(p.grad, q.grad)
+    assert step.stats["eager_calls"] == 1 and step.stats["replays"] == 3
+
+
+def test_closed_over_parameters_are_read_at_every_call():
+    w = mf.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+
+    @mf_compile
+    def f(x):
+        return (x @ w).tanh()
+
+    x = mf.tensor([[0.1, 0.2]])
+    f(x)
+    with mf.no_grad():
+        w.mul_(0.5)  # an optimizer's in-place update
+    assert_close(f(x), (x @ w).tanh())
+    w.data = mf.tensor([[-1.0, 0.0], [0.0, 1.0]])  # a new storage for the parameter
+    assert_close(f(x), (x @ w).tanh())
+    f(x).sum().backward()
+    expected = mf.tensor(w.detach().numpy().copy(), requires_grad=True)
+    (x @ expected).tanh().sum().backward()
+    assert_close(w.grad, expected.grad)
+    assert f.stats["captures"] == 1 and f.stats["replays"] == 3
+
+
+def test_new_signatures_capture_again():
+    @mf_compile
+    def f(x, scale):
+        return (x * scale).exp().sum(dim=0)
+
+    for shape, scale in [((4, 3), 2.0), ((6, 3), 2.0), ((4, 3), 2.0), ((4, 3), 0.5)]:
+        x = values(shape, shape[0])
+        assert_close(f(x, scale), (x * scale).exp().sum(dim=0))
+    assert f.stats["captures"] == 3 and f.stats["replays"] == 1
+    x32 = values((4, 3), 4).float()
+    got = f(x32, 2.0)
+    assert got.dtype == mf.float32
+    assert f.stats["captures"] == 4
+    leaf = values((4, 3), 4, requires_grad=True)
+    f(leaf, 2.0)
+    assert f(leaf, 2.0).requires_grad
+    with mf.no_grad():
+        assert f(leaf, 2.0).grad_fn is None
+    assert f.stats["captures"] == 6
+    assert len(f.plans()) == 6
+
+
+def test_data_dependent_control_flow_falls_back_to_eager_with_a_warning():
+    @mf_compile
+    def f(x):
+        if x.sum().item() > 0:
+            return x * 2.0
+        return x * 3.0
+
+    with pytest.warns(CompileWarning, match="reads tensor values on the host"):
+        first = f(mf.ones(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        second = f(-mf.ones(3))
+    assert first.tolist() == [2.0, 2.0, 2.0]
+    assert second.tolist() == [-3.0, -3.0, -3.0]
+    assert f.stats["fallbacks"] == 1 and f.stats["eager_calls"] == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (lambda x: x * mf.rand(*x.shape), "random numbers"),
+        (lambda x: mf.cat([x, x * 2.0], 0), "writes in place"),
+        (lambda x: x.to(mf.float32) * 2.0, "on the host"),
+        (lambda x: print(x) or x + 1.0, "on the host"),
+    ],
+)
+def test_functions_that_cannot_be_replayed_run_eagerly(body, reason, capsys):
+    f = mf_compile(body)
+    x = values((2, 3), 7)
+    with pytest.warns(CompileWarning, match=reason):
+        f(x)
+    for seed in (8, 9):
+        y = values((2, 3), seed)
+        got = f(y)
+        if reason != "random numbers":
+            assert_close(got, body(y))
+    assert f.stats["fallbacks"] == 1 and f.stats["replays"] == 0
+
+
+def test_results_keep_their_structure_and_constants_are_fresh():
+    @mf_compile
+    def f(x):
+        return {"double": x * 2.0, "pair": (x, mf.zeros(2)), "n": 3}
+
+    x = values((2,), 1)
+    f(x)
+    out = f(x)
+    assert out["n"] == 3
+    assert out["pair"][0] is x
+    assert_close(out["double"], x * 2.0)
+    out["pair"][1].add_(5.0)
+    assert f(x)["pair"][1].tolist() == [0.0, 0.0]
+
+
+def test_eager_mode_and_decorator_forms():
+    def f(x):
+        return x.exp() + 1.0
+
+    eager = mf_compile(f, mode="eager")
+    replay = mf_compile(mode="replay")(f)
+    assert isinstance(eager, CompiledFunction) and eager.__name__ == "f"
+    x = values((3,), 2)
+    for _ in range(2):
+        assert_close(eager(x), f(x))
+        assert_close(replay(x), f(x))
+    assert eager.stats["captures"] == 0 and eager.stats["eager_calls"] == 2
+    assert replay.stats == {"captures": 1, "replays": 1, "eager_calls": 0, "fallbacks": 0}
+    assert replay.plans()[0].fused == []
+    with pytest.raises(ValueError, match="mode"):
+        mf_compile(f, mode="fast")
+    assert tensor_ops._launch_hook[0] is None
+
+
+def test_methods_compile_with_self_guarded_by_identity():
+    class Scale:
+        def __init__(self, factor):
+            self.w = mf.tensor([factor, factor], requires_grad=True)
+
+        @mf_compile
+        def forward(self, x):
+            return (x * self.w).sigmoid()
+
+    a, b = Scale(2.0), Scale(-1.0)
+    x = values((3, 2), 4)
+    for _ in range(2):
+        assert_close(a.forward(x), (x * a.w).sigmoid())
+        assert_close(b.forward(x), (x * b.w).sigmoid())
+    stats = Scale.forward.stats
+    assert stats["captures"] == 2 and stats["replays"] == 2
+
+
+def test_unsupported_arguments_run_eagerly_once_warned():
+    f = mf_compile(lambda x, arr: x + float(arr.sum()))
+    with pytest.warns(CompileWarning, match="ndarray"):
+        first = f(mf.ones(2), np.ones(3))
+    assert first.tolist() == [4.0, 4.0]
+    assert f(mf.ones(2), np.zeros(3)).tolist() == [1.0, 1.0]
+
+
+def test_the_disk_cache_serves_a_second_process(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import minifw as mf
+        from minifw import _fusion
+        from minifw.compile import compile as mf_compile
+        _fusion.set_cache_dir({str(tmp_path)!r})
+        f = mf_compile(lambda x: (x * 3.0).sigmoid().abs())
+        x = mf.ones(4)
+        f(x)
+        f(x)
+        kernel = f.plans()[0].fused[0].kernel
+        print(sum(kernel.stats.cache_hits.values()))
+        """
+    )
+    root = Path(__file__).resolve().parents[1]
+    runs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root)
+        for _ in range(2)
+    ]
+    assert [r.returncode for r in runs] == [0, 0], runs[1].stderr
+    assert [r.stdout.split()[-1] for r in runs] == ["0", "1"]
+    assert len(list(tmp_path.glob("fused_*.py"))) == 1
+
+
+def test_cuda_backend_replays_without_fusion():
+    from minifw.backends import cuda_available
+
+    if not cuda_available():
+        pytest.skip("cuda backend: no CUDA GPU here and NUMBA_ENABLE_CUDASIM=1 is not set")
+    x = mf.tensor([[1.0, -2.0], [0.5, 3.0]], backend="cuda", requires_grad=True)
+    f = mf_compile(lambda t: (t * 2.0).relu().sum())
+    f(x)
+    loss = f(x)
+    loss.backward()
+    assert loss.item() == pytest.approx(9.0)
+    assert x.grad.cpu().tolist() == [[2.0, 0.0], [2.0, 2.0]]
+    assert f.plans()[0].fused == [] and f.stats["replays"] == 1
