@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from . import autodiff, autograd, cuda, datasets, dtypes, nn, operators
+from . import (
+    autodiff,
+    autograd,
+    cuda,
+    datasets,
+    dtypes,
+    nn,
+    operators,
+    optim,
+    profiler,
+    serialization,
+    utils,
+)
 from .autodiff import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import get_backend, set_default_backend
+from .compile import compile
 from .creation import (
     abs,
     arange,
@@ -52,6 +65,7 @@ from .dtypes import (
 from .dtypes import float as float  # noqa: PLC0414 - PyTorch's alias mf.float
 from .random import manual_seed
 from .scalar import Scalar
+from .serialization import load, save
 from .tensor import Tensor, tensor
 from .tensor_ops import SimpleOps, TensorBackend
 
@@ -72,7 +86,8 @@ def __getattr__(name: str) -> object:
 __version__ = "0.1.0"
 __all__ = [
     "DType", "Scalar", "SimpleOps", "Tensor", "TensorBackend", "abs", "arange", "argmax",
-    "autodiff", "autograd", "cat", "cuda", "datasets", "double", "dtypes", "empty",
+    "autodiff", "autograd", "cat", "compile", "load", "optim", "profiler", "save",
+    "serialization", "utils", "cuda", "datasets", "double", "dtypes", "empty",
     "enable_grad", "exp", "eye", "float", "float32", "float64", "from_numpy", "full",
     "full_like", "get_backend", "get_default_dtype", "int64", "is_grad_enabled", "is_tensor",
     "linspace", "log", "long", "manual_seed", "matmul", "max", "mean", "min", "nn", "no_grad",

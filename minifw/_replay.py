@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _launch_hooks
 from ._capture import Graph, Ref, Step
-from ._fusion import Group, fused_kernel, kernel_source, leaf_access, plan_fusion
+from ._fusion import PARALLEL_FROM, Group, fused_kernel, kernel_source, leaf_access, plan_fusion
 from ._launch_hooks import Launch
 from .tensor import Tensor
 from .tensor_data import TensorData
@@ -131,9 +131,10 @@ class _FusedRun:
         self.group = group
         self.backend = graph.steps[group.members[0]].backend
         self.source = kernel_source(group, graph.steps, dtypes)
-        self.kernel, self.path = fused_kernel(self.source)
+        kernels, self.path = fused_kernel(self.source)
         self.shape = np.array(group.shape, np.int64)
         self.cells = int(np.prod(group.shape, dtype=np.int64))
+        self.kernel = kernels[0] if self.cells >= PARALLEL_FROM else kernels[1]
         self.outputs = [(b, graph.buffers[b].dtype) for b in group.outputs]
         self.extras = [leaf_access(r, group.shape)[1] for r in group.leaves]
         self.ops = tuple(graph.steps[m].op for m in group.members)

@@ -297,14 +297,19 @@ def _reduce_across(
 # BEGIN TASK 3.2
 
 
-@njit(inline="always")
+@njit(parallel=True, cache=True)
 def _k_major(src: Any, shape: Any, strides: Any, line_dim: int, k_dim: int) -> Any:
     """A copy of 3-D `src` in which each line (a row of a, a column of b) is k-contiguous.
 
-    copy[n, line, k] = src[n, line, k] read with `src`'s strides, where `line_dim` and
-    `k_dim` say which of dims 1, 2 hold lines and k. Blocks of BLOCK x BLOCK keep both
-    the strided reads and the contiguous writes in cache; the loop over blocks is
-    parallel. A batch of size 1 is copied once.
+    Loop::
+
+        for (n, line block, k block) in prange(blocks):     # BLOCK x BLOCK each
+            for line in line block: for k in k block:
+                copy[n, line, k] = src[n, line, k]          # read with src's strides
+
+    `line_dim` and `k_dim` say which of dims 1, 2 hold lines and k. Square blocks keep
+    both the strided reads and the contiguous writes in cache. Invariants: main loop
+    parallel; no allocation in it; each copy cell written once; a batch of 1 copied once.
     """
     batches, lines, depth = shape[0], shape[line_dim], shape[k_dim]
     l_step, k_step = strides[line_dim], strides[k_dim]
@@ -382,27 +387,23 @@ def _matmul(
 ) -> None:  # fmt: skip
     """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j], tiled; a batch of size 1 broadcasts.
 
+    Needs k-contiguous operands, a_strides[2] == 1 == b_strides[1]: the rows of a and
+    the columns of b are contiguous lines (`FastOps.matmul` copies an operand if not).
+
     Loop::
 
-        x = a, or a copy with rows k-contiguous   # parallel blocked copy if needed
-        y = b as columns made k-contiguous        # (a transposed copy unless b = c.T)
         for (n, ti, tj) in prange(batches * row_tiles * col_tiles):
             acc = 0                                # TILE_I x TILE_J, thread-local
-            for k0 in range(0, depth, TILE_K):     # a block of x rows and y columns
-                acc += x[n, ti, k0:k0+kc] @ y[n, tj, k0:k0+kc].T   # 4 x 4 register tiles
+            for k0 in range(0, depth, TILE_K):     # rows of a and columns of b, in blocks
+                acc += a[n, ti, k0:k0+kc] @ b[n, k0:k0+kc, tj]   # 4 x 4 register tiles
             out[n, ti, tj] = acc
 
-    Invariants: main loops parallel; acc thread-local; no allocation or call in the
-    inner loops; each out cell written once.
+    Invariants: main loop parallel over output tiles; acc thread-local; no allocation
+    or call in the inner loops; each out cell written once.
     """
     batches, rows, cols, depth = out_shape[0], out_shape[1], out_shape[2], a_shape[2]
-    x, x_n, x_row = a, a_strides[0] if a_shape[0] > 1 else 0, a_strides[1]
-    if a_strides[2] != 1 and depth > 1:
-        x, x_n, x_row = _k_major(a, a_shape, a_strides, 1, 2), rows * depth, depth
-    y, y_n, y_row = b, b_strides[0] if b_shape[0] > 1 else 0, b_strides[2]
-    if b_strides[1] != 1 and depth > 1:
-        y, y_n, y_row = _k_major(b, b_shape, b_strides, 2, 1), cols * depth, depth
-    x_n, y_n = x_n if a_shape[0] > 1 else 0, y_n if b_shape[0] > 1 else 0
+    x_n, x_row = a_strides[0] if a_shape[0] > 1 else 0, a_strides[1]
+    y_n, y_row = b_strides[0] if b_shape[0] > 1 else 0, b_strides[2]
     row_tiles, col_tiles = (rows + TILE_I - 1) // TILE_I, (cols + TILE_J - 1) // TILE_J
     for task in prange(batches * row_tiles * col_tiles):
         n, rest = task // (row_tiles * col_tiles), task % (row_tiles * col_tiles)
@@ -411,7 +412,7 @@ def _matmul(
         acc = np.zeros(TILE_I * TILE_J, out.dtype)
         for k0 in range(0, depth, TILE_K):
             xo, yo = n * x_n + i0 * x_row + k0, n * y_n + j0 * y_row + k0
-            _tile(x, xo, x_row, y, yo, y_row, h, w, min(TILE_K, depth - k0), acc)
+            _tile(a, xo, x_row, b, yo, y_row, h, w, min(TILE_K, depth - k0), acc)
         o = n * out_strides[0] + i0 * out_strides[1] + j0 * out_strides[2]
         for i in range(h):
             for j in range(w):
@@ -434,7 +435,7 @@ def _serial(kernel: Any) -> Any:
 
 _map_serial, _zip_serial = _serial(_map), _serial(_zip)
 _reduce_along_serial, _reduce_across_serial = _serial(_reduce_along), _serial(_reduce_across)
-_matmul_serial = _serial(_matmul)
+_matmul_serial, _k_major_serial = _serial(_matmul), _serial(_k_major)
 
 
 class FastOps:
@@ -485,9 +486,15 @@ class FastOps:
         a: Storage, a_shape: Index, a_strides: Index,
         b: Storage, b_shape: Index, b_strides: Index,
     ) -> None:  # fmt: skip
-        """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] over 3-D operands; batch dims broadcast."""
-        work = out.size * int(a_shape[2]) // 8
-        kernel = _matmul if work >= cls.parallel_from else _matmul_serial
+        """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] over 3-D operands; batch dims broadcast.
+
+        An operand whose k dim is strided (b in `x @ w`, a in `x.T @ g`) is first copied
+        by `_k_major`; row-major `x` and a transposed `w.T` are read where they are.
+        """
+        parallel = out.size * int(a_shape[2]) // 8 >= cls.parallel_from
+        a, a_strides = _k_contiguous(a, a_shape, a_strides, 2, parallel)
+        b, b_strides = _k_contiguous(b, b_shape, b_strides, 1, parallel)
+        kernel = _matmul if parallel else _matmul_serial
         kernel(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
 
     @staticmethod
@@ -504,6 +511,23 @@ class FastOps:
     def to_numpy(storage: Storage) -> np.ndarray:
         """The host storage itself."""
         return np.asarray(storage)
+
+
+def _k_contiguous(
+    x: Storage, shape: Index, strides: Index, k_dim: int, parallel: bool
+) -> tuple[Storage, Index]:
+    """`x` and its strides if dim `k_dim` has stride 1, else a copy in which it has."""
+    if strides[k_dim] == 1 or shape[k_dim] == 1:
+        return x, strides
+    line_dim = 3 - k_dim
+    copy = (_k_major if parallel else _k_major_serial)(x, shape, strides, line_dim, k_dim)
+    new_strides = np.empty(3, np.int64)
+    new_strides[0], new_strides[line_dim], new_strides[k_dim] = (
+        shape[1] * shape[2],
+        shape[k_dim],
+        1,
+    )
+    return copy, new_strides
 
 
 __all__ = ["FastOps"]

@@ -244,6 +244,10 @@ class Tensor(MathMixin, ShapeMixin, ReduceMixin, InPlaceMixin, AutogradMixin, Co
     def _floating(self) -> Tensor:
         return self if self.dtype.is_floating_point else self.to(dtypes.get_default_dtype())
 
+    def _as_parameter(self, requires_grad: bool = True) -> TensorParameter:
+        """What `nn.Parameter(self)` returns: a parameter sharing self's storage."""
+        return TensorParameter(self.detach(), requires_grad)
+
 
 def tensor(
     data: Any,
@@ -301,3 +305,37 @@ def wrap(data: TensorData, backend: TensorBackend) -> Tensor:
 
 
 __all__ = ["Tensor", "backend_for", "tensor", "wrap"]
+
+
+class TensorParameter(Tensor):
+    """A tensor that a Module trains: what `nn.Parameter(tensor)` returns.
+
+    It shares the source tensor's storage, is a leaf, and requires grad. `.value`
+    is the parameter itself (so code written for wrapped parameters works); setting
+    `.value` re-seats it on another tensor's storage, as `Module.to()` does.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, source: Tensor, requires_grad: bool = True) -> None:
+        super().__init__(source._data, source.backend)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @property
+    def value(self) -> TensorParameter:
+        """The parameter itself."""
+        return self
+
+    @value.setter
+    def value(self, new: Tensor) -> None:
+        self._data, self.backend, self.dtype = new._data, new.backend, new.dtype
+        self._requires_grad = new.requires_grad or self._requires_grad
+
+    def update(self, x: Tensor) -> None:
+        """Re-seat this parameter on `x`'s storage."""
+        self.value = x
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+

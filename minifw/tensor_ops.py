@@ -1,7 +1,8 @@
-"""The kernel contract, the one launcher every backend shares, and the reference kernels.
+"""The kernel contract and the one launcher every backend shares.
 
 A backend is a class with four static kernels over raw `(storage, shape, strides)`
-triples (see `KernelSet`) plus three storage helpers. `TensorBackend` wraps one and
+triples (see `KernelSet`) plus three storage helpers; `SimpleOps` (simple_ops.py,
+re-exported here) is the pure-Python reference. `TensorBackend` wraps one and
 does everything a kernel must not: it checks shapes, dtypes and dims, broadcasts,
 allocates the output, fills a reduction's start value and promotes matmul operands
 to 3-D. Kernels trust what they receive (Numba does not bounds-check), so every
@@ -15,16 +16,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import operators
-from .tensor_data import (
-    Index,
-    TensorData,
-    broadcast_index,
-    index_to_position,
-    numel_of,
-    shape_broadcast,
-    strides_from_shape,
-    to_index,
-)
+from .simple_ops import SimpleOps
+from .tensor_data import Index, TensorData, numel_of, shape_broadcast, strides_from_shape
 
 Storage = Any
 
@@ -322,99 +315,5 @@ def _check_writable(out: TensorData) -> None:
                 f"{out.strides}). Please clone() the tensor before performing the operation."
             )
 
-
-# BEGIN TASK 2.3
-
-
-class SimpleOps:
-    """The pure-Python reference kernels: slow, obvious, and the specification."""
-
-    device = "cpu"
-
-    @staticmethod
-    def map(
-        op: int, out: Storage, out_shape: Index, out_strides: Index,
-        a: Storage, a_shape: Index, a_strides: Index,
-    ) -> None:  # fmt: skip
-        """For each out cell i: out[i] = unary(op, a[broadcast(i)])."""
-        out_index = np.zeros(len(out_shape), dtype=np.int64)
-        a_index = np.zeros(len(a_shape), dtype=np.int64)
-        for ordinal in range(int(np.prod(out_shape))):
-            to_index(ordinal, out_shape, out_index)
-            broadcast_index(out_index, out_shape, a_shape, a_index)
-            value = a[index_to_position(a_index, a_strides)]
-            out[index_to_position(out_index, out_strides)] = operators.unary(op, value)
-
-    @staticmethod
-    def zip(
-        op: int, out: Storage, out_shape: Index, out_strides: Index,
-        a: Storage, a_shape: Index, a_strides: Index,
-        b: Storage, b_shape: Index, b_strides: Index,
-    ) -> None:  # fmt: skip
-        """For each out cell i: out[i] = binary(op, a[broadcast(i)], b[broadcast(i)])."""
-        out_index = np.zeros(len(out_shape), dtype=np.int64)
-        a_index = np.zeros(len(a_shape), dtype=np.int64)
-        b_index = np.zeros(len(b_shape), dtype=np.int64)
-        for ordinal in range(int(np.prod(out_shape))):
-            to_index(ordinal, out_shape, out_index)
-            broadcast_index(out_index, out_shape, a_shape, a_index)
-            broadcast_index(out_index, out_shape, b_shape, b_index)
-            x = a[index_to_position(a_index, a_strides)]
-            y = b[index_to_position(b_index, b_strides)]
-            out[index_to_position(out_index, out_strides)] = operators.binary(op, x, y)
-
-    @staticmethod
-    def reduce(
-        op: int, out: Storage, out_shape: Index, out_strides: Index,
-        a: Storage, a_shape: Index, a_strides: Index, dim: int,
-    ) -> None:  # fmt: skip
-        """For each out cell i: out[i] = fold(binary(op), a[i with dim = 0..n-1], out[i])."""
-        out_index = np.zeros(len(out_shape), dtype=np.int64)
-        for ordinal in range(int(np.prod(out_shape))):
-            to_index(ordinal, out_shape, out_index)
-            position = index_to_position(out_index, out_strides)
-            acc = out[position]
-            for k in range(a_shape[dim]):
-                out_index[dim] = k
-                acc = operators.binary(op, acc, a[index_to_position(out_index, a_strides)])
-            out[position] = acc
-
-    @staticmethod
-    def matmul(
-        out: Storage, out_shape: Index, out_strides: Index,
-        a: Storage, a_shape: Index, a_strides: Index,
-        b: Storage, b_shape: Index, b_strides: Index,
-    ) -> None:  # fmt: skip
-        """For n, i, j: out[n, i, j] = sum_k a[n, i, k] * b[n, k, j]; size-1 batches broadcast."""
-        a_batch = a_strides[0] if a_shape[0] > 1 else 0
-        b_batch = b_strides[0] if b_shape[0] > 1 else 0
-        for n in range(out_shape[0]):
-            for i in range(out_shape[1]):
-                for j in range(out_shape[2]):
-                    acc = 0.0
-                    for k in range(a_shape[2]):
-                        acc += (
-                            a[n * a_batch + i * a_strides[1] + k * a_strides[2]]
-                            * b[n * b_batch + k * b_strides[1] + j * b_strides[2]]
-                        )
-                    out[n * out_strides[0] + i * out_strides[1] + j * out_strides[2]] = acc
-
-    @staticmethod
-    def empty(size: int, dtype: Any) -> Storage:
-        """Uninitialised host storage."""
-        return np.empty(size, dtype=dtype)
-
-    @staticmethod
-    def from_numpy(array: np.ndarray) -> Storage:
-        """The flat host array itself: CPU storage is a numpy array."""
-        return array
-
-    @staticmethod
-    def to_numpy(storage: Storage) -> np.ndarray:
-        """The host storage itself."""
-        return np.asarray(storage)
-
-
-# END TASK 2.3
 
 __all__ = ["KernelSet", "SimpleOps", "TensorBackend", "REDUCE_OPS", "strides_from_shape"]

@@ -113,7 +113,7 @@ class DigitsTrainer(Trainer):
         limit: int | None = None,
         images: ImageSplit | None = None,
     ) -> None:
-        config = {
+        config: dict[str, Any] = {
             "data": "digits" if mnist is None else f"mnist:{mnist}",
             "lr": DEFAULTS.lr if lr is None else lr,
             "batch": DEFAULTS.batch if batch is None else batch,
@@ -147,7 +147,8 @@ class DigitsTrainer(Trainer):
 
     def predict(self, images: np.ndarray) -> np.ndarray:
         """The predicted class of each image (N, 1, H, W)."""
-        return predict_logits(self.model, images, self.config["backend"]).argmax(axis=1)
+        logits = predict_logits(self.model, images, self.config["backend"])
+        return np.asarray(logits.argmax(axis=1))
 
     def test_accuracy(self) -> float:
         """The fraction of the test images classified correctly."""

@@ -216,7 +216,7 @@ def evaluate(
 
     def run(node: ast.AST) -> Any:
         if isinstance(node, ast.Constant):
-            return _as_float(node.value)
+            return _as_float(node.value)  # type: ignore[arg-type]  # parse() checked it
         if isinstance(node, ast.Name):
             if node.id not in variables:
                 raise ExpressionError(f"{node.id} has no value")

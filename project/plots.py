@@ -78,9 +78,8 @@ def training_figure(
     """The loss curve, with the decision boundary beside it when points are given."""
     with_points = X is not None and y is not None
     fig = Figure(figsize=(10, 4) if with_points else (5.5, 4), layout="constrained")
-    axes = fig.subplots(1, 2 if with_points else 1)
-    first = axes[0] if with_points else axes
-    curves_axes(first, records)
+    axes = fig.subplots(1, 2 if with_points else 1, squeeze=False)[0]
+    curves_axes(axes[0], records)
     if with_points:
         assert X is not None and y is not None
         boundary_axes(axes[1], probabilities, X, y)

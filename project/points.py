@@ -44,11 +44,11 @@ class PointsDefaults:
 
 DEFAULTS: dict[str, PointsDefaults] = {
     #                        points hidden   lr  epochs batch optimizer (SGD: momentum 0.9)
-    "simple": PointsDefaults(    50,    10, 0.1,     30,   10, "sgd"),
+    "simple": PointsDefaults(    50,    10, 0.1,     50,   10, "sgd"),
     "diag":   PointsDefaults(    50,    10, 0.1,     40,   10, "sgd"),
     "split":  PointsDefaults(    50,    20, 0.1,     80,   10, "sgd"),
-    "xor":    PointsDefaults(    50,    20, 0.1,     80,   10, "sgd"),
-    "circle": PointsDefaults(    50,    20, 0.1,    100,   10, "sgd"),
+    "xor":    PointsDefaults(    50,    20, 0.1,    150,   10, "sgd"),
+    "circle": PointsDefaults(    50,    20, 0.1,    150,   10, "sgd"),
     "spiral": PointsDefaults(   100,    32, 0.05,   300,   10, "sgd"),
 }  # fmt: skip
 
@@ -128,7 +128,7 @@ class PointsTrainer(Trainer):
         seed: int = 0,
     ) -> None:
         base = DEFAULTS.get(dataset, DEFAULTS["simple"])
-        config = {
+        config: dict[str, Any] = {
             "dataset": dataset,
             "points": base.points if points is None else points,
             "hidden": base.hidden if hidden is None else hidden,
@@ -190,7 +190,7 @@ class ScalarTrainer(Trainer):
         seed: int = 0,
     ) -> None:
         base = SCALAR_DEFAULTS.get(dataset, SCALAR_DEFAULTS["simple"])
-        config = {
+        config: dict[str, Any] = {
             "dataset": dataset,
             "points": base.points if points is None else points,
             "hidden": base.hidden if hidden is None else hidden,

@@ -19,7 +19,7 @@ from minifw import profiler
 from minifw.compile import compile as mf_compile
 
 from .digits import DigitsNet
-from .points import points_mlp
+from .points import bce_with_logits, points_mlp
 from .training import build_model, cross_entropy, make_optimizer, to_tensor
 
 MODELS = ("points MLP", "digits conv net")
@@ -30,21 +30,26 @@ def make_step(
 ) -> Callable[[], float]:
     """A function running one training step on a fixed random batch; returns the loss."""
     rng = np.random.default_rng(0)
+    inputs: np.ndarray
+    targets: np.ndarray
+    loss_fn: Callable[[Any, Any], Any]
     if model == "points MLP":
         net = build_model(lambda: points_mlp(hidden), backend, seed=0)
         inputs = rng.uniform(-1.0, 1.0, size=(batch, 2))
-        labels = rng.integers(0, 2, size=batch)
+        targets = rng.integers(0, 2, size=(batch, 1)).astype(np.float64)
+        loss_fn = bce_with_logits
     elif model == "digits conv net":
         net = build_model(lambda: DigitsNet(8), backend, seed=0)
         inputs = rng.uniform(0.0, 1.0, size=(batch, 1, 8, 8))
-        labels = rng.integers(0, 10, size=batch)
+        targets = rng.integers(0, 10, size=batch)
+        loss_fn = cross_entropy
     else:
         raise ValueError(f"unknown model {model!r}: expected one of {', '.join(MODELS)}")
-    x, y = to_tensor(inputs, backend), to_tensor(labels, backend)
+    x, y = to_tensor(inputs, backend), to_tensor(targets, backend)
     optimizer = make_optimizer("sgd", net, 0.01)
 
     def loss_of(xb: Any, yb: Any) -> Any:
-        return cross_entropy(net(xb), yb)
+        return loss_fn(net(xb), yb)
 
     forward = mf_compile(loss_of) if compiled else loss_of
 

@@ -43,7 +43,9 @@ def test_non_leaves_keep_no_grad_unless_retained() -> None:
 def test_backward_needs_a_one_element_tensor_or_a_gradient() -> None:
     x = mf.tensor([1.0, 2.0], requires_grad=True)
     y = x * 3.0
-    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+    with pytest.raises(
+        RuntimeError, match="grad can be implicitly created only for scalar outputs"
+    ):
         y.backward()
     y.backward(mf.tensor([1.0, 10.0]))
     assert x.grad is not None and x.grad.tolist() == [3.0, 30.0]
@@ -73,7 +75,7 @@ def test_grad_fn_names_and_next_functions() -> None:
     assert c.grad_fn is not None and c.grad_fn.name() == "MulBackward"
     assert d.grad_fn is not None and d.grad_fn.name() == "SumBackward"
     assert repr(d.grad_fn) == "<SumBackward>"
-    (node, _), = d.grad_fn.next_functions
+    ((node, _),) = d.grad_fn.next_functions
     assert node is c.grad_fn
     (acc, _), (none, _) = c.grad_fn.next_functions
     assert acc.name() == "AccumulateGrad" and acc.variable is a and none is None
@@ -188,7 +190,9 @@ def test_modifying_a_saved_tensor_breaks_its_backward() -> None:
 def test_inplace_on_a_view_of_a_tensor_in_the_graph_is_refused() -> None:
     x = mf.tensor([[1.0, 2.0]], requires_grad=True)
     y = x * 2.0
-    with pytest.raises(RuntimeError, match="in-place operations on a view of a tensor that requires"):
+    with pytest.raises(
+        RuntimeError, match="in-place operations on a view of a tensor that requires"
+    ):
         y[0] += 1.0
 
 
@@ -248,7 +252,9 @@ def test_user_function_mistakes_are_reported() -> None:
     x = mf.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match="returned an incorrect number of gradients"):
         TwoGrads.apply(x, 2.0).sum().backward()
-    with pytest.raises(RuntimeError, match="returned an invalid gradient at index 0 - got \\[5\\]"):
+    with pytest.raises(
+        RuntimeError, match="returned an invalid gradient at index 0 - got \\[5\\]"
+    ):
         WrongShape.apply(x, 2.0).sum().backward()
 
 

@@ -19,10 +19,16 @@ pytestmark = pytest.mark.task2_3
 def test_backends_are_built_once_and_named() -> None:
     simple = get_backend("simple")
     assert simple is get_backend("simple") and get_backend(simple) is simple
-    assert simple.ops is SimpleOps and simple.device == "cpu" and repr(simple) == "TensorBackend(simple)"
+    assert (
+        simple.ops is SimpleOps
+        and simple.device == "cpu"
+        and repr(simple) == "TensorBackend(simple)"
+    )
     assert get_backend("fast").ops is mf.FastOps and get_backend("fast").device == "cpu"
     assert mf.SimpleOps is SimpleOps and mf.TensorBackend is TensorBackend
-    with pytest.raises(ValueError, match="unknown backend 'gpu': expected one of simple, fast, cuda"):
+    with pytest.raises(
+        ValueError, match="unknown backend 'gpu': expected one of simple, fast, cuda"
+    ):
         get_backend("gpu")
 
 
@@ -42,7 +48,9 @@ def test_fast_is_the_default_cpu_backend_and_can_be_changed() -> None:
 
 def test_importing_minifw_does_not_touch_numba_cuda() -> None:
     code = "import sys, minifw; print('numba.cuda' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "False"
 
 
@@ -133,7 +141,9 @@ def test_launcher_refuses_storage_of_another_device() -> None:
 def test_mixing_a_real_cuda_tensor_with_a_cpu_tensor() -> None:
     gpu = mf.tensor([1.0, 2.0], device="cuda")
     assert gpu.device == "cuda" and gpu.is_cuda and gpu.cpu().tolist() == [1.0, 2.0]
-    with pytest.raises(RuntimeError, match="same device, but found at least two devices, cpu and cuda"):
+    with pytest.raises(
+        RuntimeError, match="same device, but found at least two devices, cpu and cuda"
+    ):
         mf.tensor([1.0, 2.0]) + gpu
     moved = mf.tensor([1.0, 2.0], requires_grad=True)
     (moved.cuda() * 3.0).sum().backward()

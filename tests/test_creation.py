@@ -100,7 +100,7 @@ def test_manual_seed_makes_draws_reproducible() -> None:
     assert abs(noise.mean().item()) < 0.15 and abs(noise.std().item() - 1.0) < 0.15
     assert sorted(mf.randperm(5).tolist()) == [0, 1, 2, 3, 4]
     drawn = mf.randint(3, (50,))
-    assert drawn.dtype is mf.int64 and 0 <= drawn.min().item() and drawn.max().item() < 3
+    assert drawn.dtype is mf.int64 and drawn.min().item() >= 0 and drawn.max().item() < 3
 
 
 def test_backend_and_device_options() -> None:

@@ -174,7 +174,9 @@ def test_python_number_conversions() -> None:
     assert mf.tensor([[1, 2]]).tolist() == [[1, 2]] and mf.tensor(1.5).tolist() == 1.5
     assert f"{mf.tensor(0.123456):.3f}" == "0.123"
     assert [1, 2, 3][mf.tensor(1)] == 2
-    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
+    with pytest.raises(
+        RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"
+    ):
         mf.tensor([1.0, 2.0]).item()
     with pytest.raises(RuntimeError, match="Boolean value of Tensor with more than one value"):
         bool(mf.tensor([1.0, 2.0]))

@@ -239,7 +239,12 @@ def test_shape_broadcast_matches_numpy(pair: tuple[tuple[int, ...], tuple[int, .
 @task2_2
 @pytest.mark.parametrize(
     ("a", "b", "out"),
-    [((2, 3), (3,), (2, 3)), ((4, 1), (1, 5), (4, 5)), ((), (2,), (2,)), ((1,), (3, 1, 1), (3, 1, 1))],
+    [
+        ((2, 3), (3,), (2, 3)),
+        ((4, 1), (1, 5), (4, 5)),
+        ((), (2,), (2,)),
+        ((1,), (3, 1, 1), (3, 1, 1)),
+    ],
 )
 def test_shape_broadcast_examples(a: tuple[int, ...], b: tuple[int, ...], out: tuple) -> None:
     assert shape_broadcast(a, b) == out
@@ -247,7 +252,9 @@ def test_shape_broadcast_examples(a: tuple[int, ...], b: tuple[int, ...], out: t
 
 @task2_2
 @given(mt.shapes(min_dims=1), st.data())
-def test_impossible_broadcast_names_both_shapes(shape: tuple[int, ...], data: st.DataObject) -> None:
+def test_impossible_broadcast_names_both_shapes(
+    shape: tuple[int, ...], data: st.DataObject
+) -> None:
     dim = data.draw(st.integers(0, len(shape) - 1))
     other = list(shape)
     assume(shape[dim] != 1)

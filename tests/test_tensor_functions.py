@@ -62,7 +62,9 @@ def test_gradcheck_matmul_forms(backend: TensorBackend, data: st.DataObject) -> 
 
 @some
 @given(data=st.data(), keepdim=st.booleans())
-def test_gradcheck_sum_mean_var(backend: TensorBackend, data: st.DataObject, keepdim: bool) -> None:
+def test_gradcheck_sum_mean_var(
+    backend: TensorBackend, data: st.DataObject, keepdim: bool
+) -> None:
     x = leaf(data, backend, data.draw(mt.shapes(min_dims=1, **SMALL)))
     dims = data.draw(st.lists(st.integers(-x.dim(), x.dim() - 1), min_size=1, max_size=2))
     dim = tuple({d % x.dim() for d in dims})
@@ -122,7 +124,9 @@ LAYOUT_OPS: list[tuple[str, Callable[[Any], Any]]] = [
 @pytest.mark.parametrize(("name", "fn"), LAYOUT_OPS, ids=[n for n, _ in LAYOUT_OPS])
 @few
 @given(data=st.data())
-def test_gradcheck_layout_ops(backend: TensorBackend, name: str, fn: Any, data: st.DataObject) -> None:
+def test_gradcheck_layout_ops(
+    backend: TensorBackend, name: str, fn: Any, data: st.DataObject
+) -> None:
     x = leaf(data, backend, (2, 3, 2), elements=mt.AWAY_FROM_KINK.elements())
     assert gradcheck(fn, (x,))
 

@@ -63,7 +63,9 @@ def test_inplace_ops_write_into_drawn_layouts(
     shape, other_shape = data.draw(mt.broadcastable_shapes())
     shape = np.broadcast_shapes(shape, other_shape)
     t = data.draw(mt.tensors(shape=shape, backend=backend, layouts=WRITABLE))
-    other = data.draw(mt.tensors(shape=other_shape, backend=backend, elements=mt.NONZERO.elements()))
+    other = data.draw(
+        mt.tensors(shape=other_shape, backend=backend, elements=mt.NONZERO.elements())
+    )
     before, storage, version = t.numpy().copy(), t._data.base, t._version
     result = op(t, other)
     assert result is t and t._data.base is storage and t._version == version + 1
@@ -105,7 +107,9 @@ def test_inplace_dtype_rules() -> None:
     ints = mf.tensor([1, 2, 3])
     ints += 2
     assert ints.tolist() == [3, 4, 5] and ints.dtype is mf.int64
-    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output"):
+    with pytest.raises(
+        RuntimeError, match="result type Float can't be cast to the desired output"
+    ):
         ints += 0.5
     with pytest.raises(RuntimeError, match="result type Float can't be cast"):
         ints /= 2
@@ -121,7 +125,9 @@ def test_inplace_dtype_rules() -> None:
 
 
 def test_inplace_shape_and_layout_errors() -> None:
-    with pytest.raises(RuntimeError, match=r"output with shape \(3,\) doesn't match the broadcast"):
+    with pytest.raises(
+        RuntimeError, match=r"output with shape \(3,\) doesn't match the broadcast"
+    ):
         mf.zeros(3).add_(mf.zeros(2, 3))
     with pytest.raises(RuntimeError, match="refers to a single memory location"):
         mf.zeros(3, 1).expand(3, 2).add_(1.0)

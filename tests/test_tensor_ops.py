@@ -94,7 +94,9 @@ def test_zip_matches_numpy_with_broadcasting(
 @pytest.mark.parametrize("code", list(EXTRA_BINARY), ids=lambda c: ops.BINARY_NAMES[c])
 @fixture_ok
 @given(data=st.data())
-def test_zip_of_the_other_binary_codes(backend: TensorBackend, code: int, data: st.DataObject) -> None:
+def test_zip_of_the_other_binary_codes(
+    backend: TensorBackend, code: int, data: st.DataObject
+) -> None:
     shape = data.draw(mt.shapes())
     firsts = mt.POSITIVE.elements() if code == ops.POW else st.sampled_from([0.0, 1.0, -2.0])
     a = data.draw(mt.strided(shape=shape, elements=firsts))
@@ -129,7 +131,9 @@ def test_reduce_int64_sums_exactly(backend: TensorBackend, data: st.DataObject) 
 
 @fixture_ok
 @given(data=st.data(), dtype=st.sampled_from([np.float64, np.float32]))
-def test_matmul_kernel_on_3d_layouts(backend: TensorBackend, data: st.DataObject, dtype: Any) -> None:
+def test_matmul_kernel_on_3d_layouts(
+    backend: TensorBackend, data: st.DataObject, dtype: Any
+) -> None:
     n, k, m = (data.draw(st.integers(1, 4)) for _ in range(3))
     batch_a, batch_b = data.draw(st.sampled_from([(1, 3), (3, 1), (2, 2), (1, 1)]))
     a = data.draw(mt.strided(shape=(batch_a, n, k), dtype=dtype))

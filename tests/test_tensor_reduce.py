@@ -45,7 +45,9 @@ def test_sum_mean_var_std_match_numpy(
     mt.assert_close(t.sum(dim, keepdim), np.sum(values, axis=axis, keepdims=keepdim), **TOL)
     mt.assert_close(mf.sum(t, dim=dim, keepdim=keepdim), t.sum(dim=dim, keepdim=keepdim))
     mt.assert_close(t.mean(dim, keepdim), np.mean(values, axis=axis, keepdims=keepdim), **TOL)
-    count = values.size if axis is None else np.prod([values.shape[d] for d in np.atleast_1d(axis)])
+    count = (
+        values.size if axis is None else np.prod([values.shape[d] for d in np.atleast_1d(axis)])
+    )
     if count > 1:
         expected = np.var(values, axis=axis, keepdims=keepdim, ddof=1)
         mt.assert_close(t.var(dim, keepdim), expected, rtol=1e-8, atol=1e-10)
@@ -56,7 +58,9 @@ def test_sum_mean_var_std_match_numpy(
 
 @fixture_ok
 @given(data=st.data(), keepdim=st.booleans())
-def test_max_min_argmax_along_a_dim(backend: TensorBackend, data: st.DataObject, keepdim: bool) -> None:
+def test_max_min_argmax_along_a_dim(
+    backend: TensorBackend, data: st.DataObject, keepdim: bool
+) -> None:
     elements = st.sampled_from([-1.0, 0.0, 0.5, 2.0])  # ties: the first index wins
     t = data.draw(mt.tensors(shape=data.draw(mt.shapes(min_dims=1)), backend=backend,
                              elements=elements))  # fmt: skip

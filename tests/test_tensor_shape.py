@@ -97,7 +97,9 @@ def test_indexing_gives_0_dim_tensors_and_errors() -> None:
 @task2_1
 def test_bad_permutations_and_dims() -> None:
     t = mf.zeros(2, 3)
-    with pytest.raises(RuntimeError, match="input.dim\\(\\) = 2 is not equal to len\\(dims\\) = 3"):
+    with pytest.raises(
+        RuntimeError, match="input.dim\\(\\) = 2 is not equal to len\\(dims\\) = 3"
+    ):
         t.permute(0, 1, 2)
     with pytest.raises(RuntimeError, match="duplicate dims are not allowed"):
         t.permute(1, 1)

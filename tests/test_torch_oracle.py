@@ -188,6 +188,7 @@ def test_backward_matches_pytorch(backend: TensorBackend, case: Case, data: st.D
 
 # ---- semantics beyond values -------------------------------------------------------------
 
+
 def _torch_dtype(name: str) -> Any:
     return getattr(torch, name)
 

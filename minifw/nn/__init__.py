@@ -20,7 +20,11 @@ from .layers import (
     Tanh,
 )
 from .losses import BCELoss, CrossEntropyLoss, MSELoss, NLLLoss
+from ..tensor import TensorParameter
 from .module import Module, Parameter
+
+# Parameter(tensor) builds a TensorParameter; registering it makes isinstance agree.
+Parameter.register(TensorParameter)
 
 __all__ = [
     "AvgPool2d", "BCELoss", "BatchNorm1d", "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout",

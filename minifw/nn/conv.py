@@ -94,7 +94,12 @@ class Unfold(Function):
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None, None]:
-        """Fold: add each kernel offset's gradient slice into the input cells it read."""
+        """Fold: add each kernel offset's gradient slice into the input cells it read.
+
+        for each kernel offset k (prod(kernel) strided launches):
+            grad_x_padded[:, :, k + stride * o] += grad[:, :, k, o]   for every window o
+        Windows overlap only when stride < kernel; otherwise a plain copy is enough.
+        """
         kernel, stride, padding = ctx.kernel, ctx.stride, ctx.padding
         nd = len(kernel)
         out = grad.shape[2 + nd :]
@@ -131,8 +136,11 @@ def unfold(
 ) -> Tensor:
     """The windows of `input` (N, C, *S) as a tensor (N, C, *kernel_size, *out)."""
     nd = len(kernel_size)
-    if input.dim() != 2 + nd:
-        raise RuntimeError(f"unfold: expected a {2 + nd}-D input (N, C, ...), got {input.shape}")
+    if input.dim() != 2 + nd or len(stride) != nd or len(padding) != nd:
+        raise RuntimeError(
+            f"unfold: expected a {2 + nd}-D input (N, C, ...) and {nd} strides and paddings, "
+            f"got input {input.shape}, stride {stride}, padding {padding}"
+        )
     for s, k, st, p in zip(input.shape[2:], kernel_size, stride, padding, strict=True):
         if st < 1 or p < 0 or k < 1:
             raise RuntimeError(
@@ -148,26 +156,23 @@ def unfold(
     return Unfold.apply(input, kernel_size, stride, padding, fill)  # type: ignore[no-any-return]
 
 
-# BEGIN TASK 4.1
-
-
-def _conv(
+def _conv_args(
     name: str,
-    input: Tensor,  # noqa: A002
+    source: Tensor,
     weight: Tensor,
     bias: Tensor | None,
     stride: IntOrTuple,
     padding: IntOrTuple,
-) -> Tensor:
-    """N-d convolution: weight (OC, C, *K) @ windows (N, C*prod(K), prod(out)) + bias."""
-    nd = weight.dim() - 2
-    batched = input.dim() == nd + 2
-    if weight.dim() < 3 or input.dim() not in (nd + 1, nd + 2):
+    nd: int,
+) -> tuple[Tensor, bool, tuple[int, ...], tuple[int, ...]]:
+    """Checked conv arguments: the input with a batch dim, whether it had one, strides, pads."""
+    if weight.dim() != nd + 2 or source.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(
             f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) input and a "
-            f"{nd + 2}-D weight, got input {input.shape} and weight {weight.shape}"
+            f"{nd + 2}-D weight, got input {source.shape} and weight {weight.shape}"
         )
-    x = input if batched else input.unsqueeze(0)
+    batched = source.dim() == nd + 2
+    x = source if batched else source.unsqueeze(0)
     oc, c = weight.shape[:2]
     if x.shape[1] != c:
         raise RuntimeError(
@@ -181,15 +186,10 @@ def _conv(
         )
     if bias is not None and bias.shape != (oc,):
         raise RuntimeError(f"{name}: expected bias of shape ({oc},), got {bias.shape}")
-    kernel = weight.shape[2:]
-    strides, pads = _tuple(stride, nd, "stride"), _tuple(padding, nd, "padding")
-    cols = unfold(x, kernel, strides, pads)
-    out_shape = cols.shape[2 + nd :]
-    cols = cols.view(x.shape[0], c * math.prod(kernel), math.prod(out_shape))
-    out = (weight.reshape(oc, c * math.prod(kernel)) @ cols).view(x.shape[0], oc, *out_shape)
-    if bias is not None:
-        out = out + bias.view(oc, *([1] * nd))
-    return out if batched else out.squeeze(0)
+    return x, batched, _tuple(stride, nd, "stride"), _tuple(padding, nd, "padding")
+
+
+# BEGIN TASK 4.1
 
 
 def conv1d(
@@ -199,8 +199,20 @@ def conv1d(
     stride: IntOrTuple = 1,
     padding: IntOrTuple = 0,
 ) -> Tensor:
-    """1-D convolution (cross-correlation) of (N, C, L) with weight (OC, C, K) -> (N, OC, L')."""
-    return _conv("conv1d", input, weight, bias, stride, padding)
+    """1-D convolution (cross-correlation) of (N, C, L) with weight (OC, C, K) -> (N, OC, L').
+
+    out[n, o, l] = bias[o] + sum_{c, k} weight[o, c, k] * x_padded[n, c, l * stride + k],
+    computed as one batched matmul of weight (OC, C*K) with the windows (N, C*K, L').
+    """
+    x, batched, strides, pads = _conv_args("conv1d", input, weight, bias, stride, padding, 1)
+    n, c = x.shape[:2]
+    oc, _, k = weight.shape
+    cols = unfold(x, (k,), strides, pads)  # (N, C, K, L')
+    length = cols.shape[3]
+    out = weight.reshape(oc, c * k) @ cols.view(n, c * k, length)  # (N, OC, L')
+    if bias is not None:
+        out = out + bias.view(oc, 1)
+    return out if batched else out.squeeze(0)
 
 
 # END TASK 4.1
@@ -215,10 +227,22 @@ def conv2d(
     stride: IntOrTuple = 1,
     padding: IntOrTuple = 0,
 ) -> Tensor:
-    """2-D convolution of (N, C, H, W) with weight (OC, C, KH, KW) -> (N, OC, H', W')."""
-    if weight.dim() != 4:
-        raise RuntimeError(f"conv2d: expected a 4-D weight (OC, C, KH, KW), got {weight.shape}")
-    return _conv("conv2d", input, weight, bias, stride, padding)
+    """2-D convolution of (N, C, H, W) with weight (OC, C, KH, KW) -> (N, OC, H', W').
+
+    out[n, o, i, j] = bias[o] + sum_{c, a, b} weight[o, c, a, b] * x_padded[n, c, i*sh + a,
+    j*sw + b], computed as one batched matmul of weight (OC, C*KH*KW) with the windows
+    (N, C*KH*KW, H'*W').
+    """
+    x, batched, strides, pads = _conv_args("conv2d", input, weight, bias, stride, padding, 2)
+    n, c = x.shape[:2]
+    oc, _, kh, kw = weight.shape
+    cols = unfold(x, (kh, kw), strides, pads)  # (N, C, KH, KW, H', W')
+    oh, ow = cols.shape[4:]
+    flat = weight.reshape(oc, c * kh * kw) @ cols.view(n, c * kh * kw, oh * ow)
+    out = flat.view(n, oc, oh, ow)
+    if bias is not None:
+        out = out + bias.view(oc, 1, 1)
+    return out if batched else out.squeeze(0)
 
 
 # END TASK 4.2
@@ -230,8 +254,11 @@ def _pool_windows(
     name: str, source: Tensor, kernel_size: Any, stride: Any, padding: Any, fill: float
 ) -> tuple[Tensor, bool]:
     """The 2-D windows of `source` with the kernel dims merged: (N, C, KH*KW, OH, OW)."""
-    if source.dim() not in (3, 4):
-        raise RuntimeError(f"{name}: expected a 3-D or 4-D input, got shape {source.shape}")
+    if source.dim() not in (3, 4) or not source.dtype.is_floating_point:
+        raise RuntimeError(
+            f"{name}: expected a 3-D or 4-D floating-point input, got shape {source.shape} "
+            f"of dtype {source.dtype}"
+        )
     batched = source.dim() == 4
     x = source if batched else source.unsqueeze(0)
     kernel = _tuple(kernel_size, 2, "kernel_size")

@@ -7,6 +7,7 @@ dotted names like "layer1.weight".
 
 from __future__ import annotations
 
+from abc import ABCMeta
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,19 +15,28 @@ from .module_hooks import ModuleHooksMixin, RemovableHandle
 from .module_state import IncompatibleKeys, ModuleStateMixin
 
 
-class Parameter:
-    """A value that a Module trains: a Scalar now, a Tensor later.
+class Parameter(metaclass=ABCMeta):
+    """A value that a Module trains.
 
-    A value with a `requires_grad_` method (a Tensor) is switched to require grad,
-    so its `.grad` fills in on backward. `update(x)` swaps in a new value.
+    `Parameter(tensor)` returns a Tensor that shares `tensor`'s storage and requires
+    grad (a `minifw.tensor.TensorParameter`), so `x @ self.weight` and `p.grad` work as
+    in PyTorch. Any other value (a Scalar) is wrapped: `.value` holds it and
+    `update(x)` swaps in a new one. Both kinds pass `isinstance(p, Parameter)`, and
+    both have `.value` and `update`.
 
     Attributes:
-        value: the wrapped value.
+        value: the wrapped value (for a tensor parameter, the parameter itself).
     """
 
     __slots__ = ("value",)
 
-    def __init__(self, value: Any) -> None:
+    def __new__(cls, value: Any = None, requires_grad: bool = True) -> Any:
+        as_parameter = getattr(value, "_as_parameter", None)
+        if as_parameter is not None:
+            return as_parameter(requires_grad)
+        return super().__new__(cls)
+
+    def __init__(self, value: Any = None, requires_grad: bool = True) -> None:
         self.value = value
         self._require_grad()
 

@@ -66,7 +66,8 @@ def checkpoint(function: Callable[..., Tensor], *args: Any) -> Tensor:
     params: list[Tensor] = []
     if isinstance(function, Module):
         params = [p.value for p in function.parameters() if isinstance(p.value, Tensor)]
-    return CheckpointFunction.apply(function, len(args), *args, *params)  # type: ignore[no-any-return]
+    out: Tensor = CheckpointFunction.apply(function, len(args), *args, *params)
+    return out
 
 
 __all__ = ["checkpoint"]

@@ -26,6 +26,17 @@ def backend_choices() -> list[str]:
     return ["simple", "fast"] + (["cuda"] if cuda_available() else [])
 
 
+def demo_once(key: str) -> bool:
+    """True the first time a page opened as `...?demo=1` asks (for screenshots and links).
+
+    A demo page starts its default action (training, profiling) without a click.
+    """
+    if st.query_params.get("demo") != "1" or st.session_state.get(f"demo-{key}"):
+        return False
+    st.session_state[f"demo-{key}"] = True
+    return True
+
+
 def records_frame(records: Sequence[EpochRecord]) -> pd.DataFrame:
     """A table of epochs: loss, accuracy and milliseconds, indexed by epoch."""
     return pd.DataFrame(

@@ -15,7 +15,7 @@ from ..digits import DEFAULTS, DigitsTrainer, load_images
 from ..jobs import JobSnapshot, TrainingJob
 from ..plots import confusion_figure, digits_figure, feature_maps_figure
 from ..training import Trainer
-from .common import backend_choices, curves, live, records_frame, show_progress
+from .common import backend_choices, curves, demo_once, live, records_frame, show_progress
 
 
 @st.cache_data
@@ -91,6 +91,8 @@ def render() -> None:
     except (ValueError, RuntimeError, ImportError) as error:
         st.error(f"cannot build the model: {error}")
         return
+    if trainer is None and demo_once("digits"):
+        trainer = DigitsTrainer(images=images())
     if trainer is not None:
         previous = st.session_state.get("digits_job")
         if previous is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ..profiling import MODELS, best_time, make_step, ops_frame, profile_step
-from .common import backend_choices
+from .common import backend_choices, demo_once
 
 
 def render() -> None:
@@ -23,7 +23,8 @@ def render() -> None:
     backend = cols[1].selectbox("backend", backend_choices(), index=1, key="prof-backend")
     batch = int(cols[2].number_input("batch size", 1, 512, 32, key="prof-batch"))
     hidden = int(cols[3].number_input("hidden size (MLP)", 1, 512, 100, key="prof-hidden"))
-    if not st.button("Profile one step", type="primary"):
+    clicked = st.button("Profile one step", type="primary")
+    if not clicked and not demo_once("profiler"):
         result = st.session_state.get("profile_result")
         if result is None:
             st.info("Press the button to profile one training step (a second or two).")
@@ -34,7 +35,7 @@ def render() -> None:
                 prof = profile_step(make_step(model, backend, batch, hidden, compiled=False))
                 eager = best_time(make_step(model, backend, batch, hidden, compiled=False))
                 fused = best_time(make_step(model, backend, batch, hidden, compiled=True))
-            except (ValueError, RuntimeError) as error:
+            except (ValueError, RuntimeError, IndexError, TypeError) as error:
                 st.error(f"cannot profile: {error}")
                 return
         result = {

@@ -24,6 +24,7 @@ from ..explorer import (
     new_storage,
     parse_ints,
 )
+from .common import demo_once
 
 STATE = "explorer_steps"
 
@@ -86,6 +87,8 @@ def render() -> None:
     except ExplorerError as error:
         st.error(str(error))
         return
+    if demo_once("tensors"):
+        st.session_state[STATE] = [("permute", "2, 0, 1"), ("slice", "1:3, 0")]
     add_step_form()
     steps = list(st.session_state.get(STATE, []))
     try:

@@ -16,7 +16,7 @@ from ..jobs import JobSnapshot, TrainingJob
 from ..plots import boundary_axes, grid
 from ..points import DEFAULTS, SCALAR_DEFAULTS, PointsTrainer, ScalarTrainer
 from ..training import Trainer
-from .common import backend_choices, curves, live, records_frame, show_progress
+from .common import backend_choices, curves, demo_once, live, records_frame, show_progress
 
 ENGINES = {
     "scalar": "Scalar engine (module 1)",
@@ -43,8 +43,8 @@ def settings() -> tuple[Trainer | None, int]:
     """The settings widgets; returns a new trainer when Train is clicked, and the epochs."""
     left, middle, right = st.columns(3)
     engines = ["scalar", *backend_choices()]
-    engine = left.selectbox("engine", engines, index=2, format_func=ENGINES.get)
-    dataset = left.selectbox("dataset", list(DATASETS), index=list(DATASETS).index("xor"))
+    engine = str(left.selectbox("engine", engines, index=2, format_func=lambda e: ENGINES[e]))
+    dataset = str(left.selectbox("dataset", list(DATASETS), index=list(DATASETS).index("xor")))
     base = SCALAR_DEFAULTS[dataset] if engine == "scalar" else DEFAULTS[dataset]
     key = f"{engine}-{dataset}"  # a new engine or dataset brings its own defaults
     points = left.number_input("points", 4, 500, base.points, key=f"points-{key}")
@@ -92,7 +92,8 @@ def draw(snapshot: JobSnapshot, trainer: Trainer, epochs: int) -> None:
     left, right = st.columns(2)
     with left:
         st.subheader("loss and accuracy")
-        curves(snapshot.records)
+        if snapshot.records:
+            curves(snapshot.records)
     with right:
         st.subheader("decision boundary")
         fig = Figure(figsize=(4.5, 4.2), layout="constrained")
@@ -112,6 +113,9 @@ def render() -> None:
     except (ValueError, RuntimeError) as error:
         st.error(f"cannot build the model: {error}")
         trainer, epochs = None, 0
+    if trainer is None and demo_once("train"):
+        backend = "fast" if "fast" in backend_choices() else "simple"
+        trainer, epochs = PointsTrainer("xor", backend=backend), DEFAULTS["xor"].epochs
     if trainer is not None:
         previous = st.session_state.get("train_job")
         if previous is not None:

@@ -92,6 +92,8 @@ def test_unfold_is_a_strided_window_copy():
     assert windows.shape == (1, 1, 3, 4)
     assert windows.is_contiguous()
     assert windows[0, 0].tolist() == [[0, 2, 4, 6], [1, 3, 5, 7], [2, 4, 6, 8]]
+    with pytest.raises(RuntimeError, match="1 strides and paddings"):
+        F.unfold(x, (3,), (2, 2), (0,))
 
 
 @pytest.mark.task4_2
@@ -127,7 +129,7 @@ def test_conv2d_gradcheck_and_errors():
             mf.tensor(rand(2, 2, 2, 2, seed=4), requires_grad=True),
             mf.tensor(rand(2, seed=5), requires_grad=True)]  # fmt: skip
     assert gradcheck(lambda x, w, b: F.conv2d(x, w, b, stride=(1, 2), padding=1), tiny)
-    with pytest.raises(RuntimeError, match="4-D weight"):
+    with pytest.raises(RuntimeError, match="and a 4-D weight"):
         F.conv2d(mf.zeros(1, 1, 4, 4), mf.zeros(1, 1, 3))
     with pytest.raises(RuntimeError, match=r"expected a 3-D \(unbatched\) or 4-D"):
         F.conv2d(mf.zeros(4, 4), mf.zeros(1, 1, 3, 3))
@@ -163,7 +165,25 @@ def test_max_pool_routes_gradient_to_the_max_only():
 def test_pooling_errors_and_unbatched():
     with pytest.raises(RuntimeError, match="pad should be at most half"):
         F.max_pool2d(mf.zeros(1, 1, 4, 4), 2, padding=2)
-    with pytest.raises(RuntimeError, match="expected a 3-D or 4-D input"):
+    with pytest.raises(RuntimeError, match="expected a 3-D or 4-D floating-point input"):
         F.avg_pool2d(mf.zeros(4, 4), 2)
+    with pytest.raises(RuntimeError, match="of dtype minifw.int64"):
+        F.max_pool2d(mf.zeros(1, 4, 4, dtype=mf.int64), 2)
     x = rand(3, 4, 4)
     assert_close(F.max_pool2d(mf.tensor(x), 2), TF.max_pool2d(torch.tensor(x), 2))
+
+
+@pytest.mark.task4_2
+def test_conv2d_and_pooling_in_float32():
+    x, w = rand(2, 2, 6, 6).astype(np.float32), rand(3, 2, 3, 3, seed=1).astype(np.float32)
+    ours = [mf.tensor(x, requires_grad=True), mf.tensor(w, requires_grad=True)]
+    theirs = [torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)]
+    out = F.max_pool2d(F.conv2d(*ours, stride=1, padding=1), 2)
+    ref = TF.max_pool2d(TF.conv2d(*theirs, stride=1, padding=1), 2)
+    assert out.dtype is mf.float32
+    assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    out.sum().backward()
+    ref.sum().backward()
+    for mine, want in zip(ours, theirs, strict=True):
+        assert mine.grad.dtype is mf.float32
+        assert_close(mine.grad, want.grad, rtol=1e-4, atol=1e-4)
