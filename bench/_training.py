@@ -8,11 +8,11 @@ SGD update), in both frameworks, and says which variant it timed.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _timing import best_time
 
 BATCH, SIZES, LR = 64, (784, 128, 10), 0.05
 
@@ -105,26 +105,16 @@ def mlp_step_case(quick: bool, repeat: int) -> str:
     name = f"MLP 784-128-10 SGD step, batch {batch}"
     try:
         variant, step = minifw_step(mf, batch)
-        t_mf = _best(step, repeat)
+        t_mf = best_time(step, repeat)
     except (AttributeError, NotImplementedError, TypeError) as error:
         return f"{name}: skipped, minifw lacks part of the API ({error})"
     try:
         import torch
     except ImportError:
         return f"{name}: minifw {t_mf * 1e3:.3f} ms [{variant}]; torch not installed"
-    t_th = _best(torch_step(torch, batch), repeat)
-    verdict = "ok" if t_mf <= 2 * t_th else "MISS"
+    t_th = best_time(torch_step(torch, batch), repeat)
+    verdict = "" if quick else f"minifw <= 2x torch: {'ok' if t_mf <= 2 * t_th else 'MISS'} "
     return (
         f"{name:<34}{t_mf * 1e3:11.3f}{'-':>10}{t_th * 1e3:10.3f}{'-':>10}"
-        f"{t_th / t_mf:10.2f}  minifw <= 2x torch: {verdict} [{variant}]"
+        f"{t_th / t_mf:10.2f}  {verdict}[{variant}]"
     )
-
-
-def _best(fn: Step, repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best

@@ -6,10 +6,11 @@ Run from the repository root:
     python bench/ops.py --quick    # tiny sizes, a smoke run for CI
     python bench/ops.py --only matmul --repeat 20
 
-Each case is run once to warm up (JIT compile or cache load), then `--repeat` times;
-the best time is reported. "vs numpy" is numpy's time divided by minifw's: above 1 means
-minifw is faster. Kernel cases go through `TensorBackend` (checks, broadcasting and
-output allocation included), as tensor operations do.
+Each case is run once to warm up (JIT compile or cache load), then `--repeat` times
+or for half a second, whichever is more; the best time is reported. "vs numpy" is
+numpy's time divided by minifw's: above 1 means minifw is faster. Kernel cases go
+through `TensorBackend` (checks, broadcasting and output allocation included), as
+tensor operations do.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _startup import startup_times  # noqa: E402
+from _timing import Timer, best_time  # noqa: E402
 from _training import mlp_step_case  # noqa: E402
 
 from minifw import operators as ops  # noqa: E402
@@ -39,20 +39,8 @@ try:
 except ImportError:  # PyTorch is optional
     torch = None
 
-Timer = Callable[[], Any]
 # Targets from the issue: the least acceptable numpy_time / minifw_time per case kind.
 TARGETS = {"contiguous": 1.0, "broadcast": 0.7, "reduce": 0.7, "matmul512": 0.5, "batched": 0.5}
-
-
-def best_time(fn: Timer, repeat: int) -> float:
-    """The best wall time of `repeat` calls of `fn`, after one warm-up call."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def blas_info() -> str:
@@ -116,7 +104,9 @@ def _matmul_case(
 ) -> tuple[str, str, Timer, Timer, Timer | None]:
     fa, fb = fast.from_numpy(a), fast.from_numpy(b)
     ta, tb = _torch(a), _torch(b)
-    kind = "batched" if a.ndim == 3 else ("matmul512" if n == 512 else "")
+    kind = "batched" if a.ndim == 3 else ""
+    if n == 512 and a.dtype == np.float64:
+        kind = "matmul512"
     return (name, kind, lambda: fast.matmul(fa, fb), lambda: a @ b,
             _maybe(lambda: torch.matmul(ta, tb)))  # fmt: skip
 
@@ -187,7 +177,7 @@ def main() -> None:
     """Parse flags and run."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a CI smoke run")
-    parser.add_argument("--repeat", type=int, default=10, help="timed runs per case (best)")
+    parser.add_argument("--repeat", type=int, default=20, help="timed runs per case (best)")
     parser.add_argument("--only", default="", help="run only cases whose name contains this")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-cache start-up")
     parser.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")

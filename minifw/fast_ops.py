@@ -6,6 +6,8 @@ functions taking an integer op code, compiled with `cache=True`: the machine cod
 saved in `__pycache__` next to this file (or NUMBA_CACHE_DIR), and a fresh process
 loads it without compiling anything. Numba keys that cache on this file alone: after
 editing `operators.py` or `tensor_data.py`, delete `minifw/__pycache__/fast_ops*.nb*`.
+Each kernel also has a serial twin (same code, `parallel` off) that `FastOps` runs on
+small inputs, where waking the thread pool would cost more than the work.
 """
 
 from __future__ import annotations
@@ -134,7 +136,7 @@ def _map(
             o = index_to_position(out_index, out_strides)
             p = index_to_position(a_index, a_strides)
             for j in range(last):
-                out[o + j * o_step] = unary(op, a[p + j * a_step])
+                out[np.uint64(o + j * o_step)] = unary(op, a[np.uint64(p + j * a_step)])
 
 
 @njit(parallel=True, cache=True)
@@ -186,7 +188,8 @@ def _zip(
             p = index_to_position(a_index, a_strides)
             q = index_to_position(b_index, b_strides)
             for j in range(last):
-                out[o + j * o_step] = binary(op, a[p + j * a_step], b[q + j * b_step])
+                x, y = a[np.uint64(p + j * a_step)], b[np.uint64(q + j * b_step)]
+                out[np.uint64(o + j * o_step)] = binary(op, x, y)
 
 
 @njit(inline="always", fastmath=SUM_MATH)
@@ -521,12 +524,8 @@ def _k_contiguous(
         return x, strides
     line_dim = 3 - k_dim
     copy = (_k_major if parallel else _k_major_serial)(x, shape, strides, line_dim, k_dim)
-    new_strides = np.empty(3, np.int64)
-    new_strides[0], new_strides[line_dim], new_strides[k_dim] = (
-        shape[1] * shape[2],
-        shape[k_dim],
-        1,
-    )
+    new_strides = np.array([shape[1] * shape[2], 0, 0], np.int64)
+    new_strides[line_dim], new_strides[k_dim] = shape[k_dim], 1
     return copy, new_strides
 
 

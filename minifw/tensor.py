@@ -338,4 +338,3 @@ class TensorParameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
-

@@ -143,6 +143,20 @@ class TensorData:
         self._shape = np.array(self.shape, dtype=np.int64)
         self._strides = np.array(self.strides, dtype=np.int64)
         self.version: list[int] = [0] if version is None else version
+        if self.size:
+            self._check_bounds()
+
+    def _check_bounds(self) -> None:
+        """Raise unless every cell of the view lies inside the storage (kernels never check)."""
+        reach = [(n - 1) * st for n, st in zip(self.shape, self.strides, strict=True)]
+        low = self.offset + sum(r for r in reach if r < 0)
+        high = self.offset + sum(r for r in reach if r > 0)
+        cells = int(getattr(self._storage, "size", None) or len(self._storage))
+        if low < 0 or high >= cells:
+            raise IndexError(
+                f"shape {self.shape} with strides {self.strides} and offset {self.offset} "
+                f"reaches cells {low}..{high} of a storage of {cells} cells"
+            )
 
     @property
     def storage(self) -> Any:

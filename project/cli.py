@@ -22,36 +22,38 @@ from minifw.datasets import DATASETS
 from .training import BACKENDS, EpochRecord, Trainer
 
 
-def base_parser(prog: str, description: str, backend: str) -> argparse.ArgumentParser:
-    """A parser with the flags every script shares."""
+def base_parser(prog: str, description: str, backend: str | None) -> argparse.ArgumentParser:
+    """A parser with the flags every script shares.
+
+    Args:
+        prog: the script's name.
+        description: one line for --help.
+        backend: the default of --backend; None for the Scalar engine, which has no
+            backend, minibatches or optimizer choice (full-batch SGD).
+    """
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--epochs", type=int, help="epochs to train (default: per dataset)")
     parser.add_argument("--lr", type=float, help="learning rate (default: per dataset)")
-    parser.add_argument("--batch", type=int, help="minibatch size (default: per dataset)")
-    parser.add_argument("--optimizer", choices=("sgd", "adam"), help="default: per dataset")
-    parser.add_argument(
-        "--backend",
-        choices=BACKENDS,
-        default=backend,
-        help=f"kernels to run on (default: {backend})",
-    )
+    if backend is not None:
+        parser.add_argument("--batch", type=int, help="minibatch size (default: per dataset)")
+        parser.add_argument("--optimizer", choices=("sgd", "adam"), help="default: per dataset")
+        parser.add_argument(
+            "--backend", choices=BACKENDS, default=backend, help=f"kernels (default: {backend})"
+        )
     parser.add_argument("--seed", type=int, default=0, help="seed of data and weights")
     parser.add_argument("--checkpoint", metavar="PATH", help="save a checkpoint here")
     parser.add_argument(
         "--resume", action="store_true", help="continue from --checkpoint PATH up to --epochs"
     )
     parser.add_argument(
-        "--log-every",
-        type=int,
-        metavar="N",
-        help="print a log line every N epochs (default: about 10 lines)",
+        "--log-every", type=int, metavar="N", help="a log line every N epochs (default: 10 lines)"
     )
     parser.add_argument("--plot", metavar="OUT.png", help="save the loss curve (and boundary)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
 
 
-def points_parser(prog: str, description: str, backend: str) -> argparse.ArgumentParser:
+def points_parser(prog: str, description: str, backend: str | None) -> argparse.ArgumentParser:
     """`base_parser` plus the 2-D flags: dataset, points, hidden size."""
     parser = base_parser(prog, description, backend)
     parser.add_argument("--dataset", choices=tuple(DATASETS), default="simple")
@@ -64,7 +66,7 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
     """Reject flag values that cannot work, with argparse's usage message."""
     for name in ("epochs", "batch", "points", "hidden", "log_every"):
         value = getattr(args, name, None)
-        if value is not None and value < (0 if name == "epochs" else 1):
+        if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be positive, got {value}")
     if args.lr is not None and args.lr <= 0:
         parser.error(f"--lr must be positive, got {args.lr}")

@@ -19,7 +19,7 @@ import numpy as np
 import minifw as mf
 from minifw.datasets import DATASETS, PointSet
 
-from .scalar_model import ScalarMLP, epoch_loss, sgd_step
+from .scalar_model import ScalarMLP, train_epoch
 from .training import (
     Trainer,
     batches,
@@ -44,8 +44,8 @@ class PointsDefaults:
 
 DEFAULTS: dict[str, PointsDefaults] = {
     #                        points hidden   lr  epochs batch optimizer (SGD: momentum 0.9)
-    "simple": PointsDefaults(    50,    10, 0.1,     50,   10, "sgd"),
-    "diag":   PointsDefaults(    50,    10, 0.1,     40,   10, "sgd"),
+    "simple": PointsDefaults(    50,    10, 0.05,    50,   10, "sgd"),
+    "diag":   PointsDefaults(    50,    10, 0.05,    50,   10, "sgd"),
     "split":  PointsDefaults(    50,    20, 0.1,     80,   10, "sgd"),
     "xor":    PointsDefaults(    50,    20, 0.1,    150,   10, "sgd"),
     "circle": PointsDefaults(    50,    20, 0.1,    150,   10, "sgd"),
@@ -209,10 +209,7 @@ class ScalarTrainer(Trainer):
 
     def run_epoch(self, epoch: int) -> tuple[float, float]:
         """One full-batch step: the mean loss over all points, backward, SGD."""
-        loss, correct = epoch_loss(self.model, self.inputs)
-        loss.backward()
-        sgd_step(self.model, self.config["lr"])
-        return loss.data, correct / self.inputs.n
+        return train_epoch(self.model, self.inputs, self.config["lr"])
 
     def predict_proba(self, points: np.ndarray) -> np.ndarray:
         """P(label 1) = sigmoid(logit) at each point (Scalars, no graph kept)."""

@@ -25,10 +25,30 @@ from .training import build_model, cross_entropy, make_optimizer, to_tensor
 MODELS = ("points MLP", "digits conv net")
 
 
-def make_step(
-    model: str, backend: str, batch: int, hidden: int, compiled: bool
-) -> Callable[[], float]:
-    """A function running one training step on a fixed random batch; returns the loss."""
+class TrainingStep:
+    """One training step, callable again and again; `explain()` shows what was compiled.
+
+    Attributes:
+        compiled: the `mf.compile`d forward + loss, or None for an eager step.
+    """
+
+    def __init__(self, run: Callable[[], float], compiled: Any | None) -> None:
+        self._run = run
+        self.compiled = compiled
+
+    def __call__(self) -> float:
+        """Run one step; returns the loss."""
+        return self._run()
+
+    def explain(self) -> str:
+        """The kernels `mf.compile` captured and fused (or a note for an eager step)."""
+        if self.compiled is None:
+            return "eager: every op launches its own kernel"
+        return f"{self.compiled.explain()}\n{self.compiled.stats}"
+
+
+def make_step(model: str, backend: str, batch: int, hidden: int, compiled: bool) -> TrainingStep:
+    """One training step of `model` on a fixed random batch (forward eager or compiled)."""
     rng = np.random.default_rng(0)
     inputs: np.ndarray
     targets: np.ndarray
@@ -60,7 +80,7 @@ def make_step(
         optimizer.step()
         return float(loss.item())
 
-    return step
+    return TrainingStep(step, forward if compiled else None)
 
 
 def profile_step(step: Callable[[], float], warmup: int = 2) -> profiler.profile:

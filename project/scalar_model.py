@@ -1,22 +1,22 @@
-"""A multi-layer perceptron built from Scalars, and its training loop (course task 1.5).
+"""A multi-layer perceptron built from Scalars, and its training (course task 1.5).
 
-`train_scalar` reports through a callback, so the command line (`run_scalar.py`),
-the tests and the app share one loop.
+`train_scalar` runs the shared training loop of project/training.py, which reports
+through a callback, so the command line (`run_scalar.py`), the tests and the app
+share one loop; `train_epoch` is one epoch of it.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from minifw.autodiff import no_grad
 from minifw.datasets import PointSet
 from minifw.nn import Module, Parameter
 from minifw.scalar import Scalar
 
-LogFn = Callable[[int, float, float, float], None]
+from .training import LogFn, fit
 
 
 class ScalarLinear(Module):
@@ -105,6 +105,18 @@ def epoch_loss(model: ScalarMLP, data: PointSet) -> tuple[Scalar, int]:
     return total / data.n, correct
 
 
+def train_epoch(model: ScalarMLP, data: PointSet, lr: float) -> tuple[float, float]:
+    """One full-batch SGD step: the mean loss over `data`, backward, update.
+
+    Returns the epoch's mean loss and the fraction classified correctly, both
+    measured in that epoch's forward pass.
+    """
+    loss, correct = epoch_loss(model, data)
+    loss.backward()
+    sgd_step(model, lr)
+    return loss.data, correct / data.n
+
+
 def train_scalar(
     dataset: PointSet,
     hidden: int = 2,
@@ -122,13 +134,7 @@ def train_scalar(
     if hidden < 1 or epochs < 0 or lr <= 0.0:
         raise ValueError(f"need hidden >= 1, epochs >= 0 and lr > 0; got {hidden}, {epochs}, {lr}")
     model = ScalarMLP([2, hidden, 1], seed=seed)
-    for epoch in range(1, epochs + 1):
-        start = time.perf_counter()
-        loss, correct = epoch_loss(model, dataset)
-        loss.backward()
-        sgd_step(model, lr)
-        if log_fn is not None:
-            log_fn(epoch, loss.data, correct / dataset.n, time.perf_counter() - start)
+    fit(lambda epoch: train_epoch(model, dataset, lr), epochs, log_fn)
     return model
 
 

@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from project.app_pages import PAGES  # noqa: E402
 
+SLOW = {"digits": 8.0}  # the digits page trains ten epochs before it shows its results
+TALL = {"digits": 1.9, "profiler": 1.5}  # long pages get a taller window
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -72,7 +75,7 @@ def screenshot(browser: str, url: str, path: Path, wait: float, height: int) -> 
     which streamlit's server already installs) and waits in real time.
     """
     port = free_port()
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         command = [
             browser,
             *CHROMIUM_FLAGS,
@@ -81,13 +84,15 @@ def screenshot(browser: str, url: str, path: Path, wait: float, height: int) -> 
             f"--remote-debugging-port={port}",
             "about:blank",
         ]
-        chromium = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        chromium = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         try:
             target = _page_target(port, timeout=30)
             png = asyncio.run(_capture(target, url, wait))
             path.write_bytes(png)
         finally:
-            chromium.terminate()
+            os.killpg(chromium.pid, signal.SIGTERM)  # the browser and its helper processes
             chromium.wait(timeout=30)
 
 
@@ -153,8 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         wait_healthy(port, 60)
         for info in PAGES:
             path = out / f"{info.number}-{info.slug}.png"
-            url = f"http://localhost:{port}/{info.slug}?demo=1"
-            screenshot(args.browser, url, path, args.wait, args.height)
+            slug = "" if info == PAGES[0] else info.slug  # the first page is the app's root
+            url = f"http://localhost:{port}/{slug}?demo=1"
+            wait = args.wait * SLOW.get(info.slug, 1.0)
+            height = int(args.height * TALL.get(info.slug, 1.0))
+            screenshot(args.browser, url, path, wait, height)
             print(f"{info.label}: {path}")
     finally:
         server.terminate()

@@ -48,10 +48,11 @@ def test_main_runs_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--dataset", "xor", "--points", "12", "--hidden", "3", "--epochs", "4"]
     assert main([*argv, "--log-every", "2", "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "dataset xor: 12 points, MLP 2-3-1" in out
-    epochs = [int(line.split()[1]) for line in out.splitlines() if line.startswith("epoch")]
-    assert epochs == [1, 2, 4]
-    assert "final: xor accuracy" in out and "ms/epoch" in out
+    assert "run_scalar: epochs=4 dataset=xor points=12 hidden=3" in out
+    lines = [line.split() for line in out.splitlines() if line.startswith("epoch")]
+    assert [line[1] for line in lines] == ["2/4", "4/4"]
+    assert "done: xor on scalar, 4 epochs" in out and "train accuracy" in out
+    assert "ms/epoch" in out
 
 
 def test_main_rejects_bad_settings() -> None:
@@ -71,4 +72,4 @@ def test_script_runs_from_the_command_line() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "final: simple accuracy" in done.stdout
+    assert "done: simple on scalar, 2 epochs" in done.stdout

@@ -300,3 +300,14 @@ def test_expand_is_a_stride_zero_view() -> None:
         data.expand((2, 4))
     with pytest.raises(RuntimeError, match="isn't allowed in a leading, non-existing dimension"):
         data.expand((-1, 3))
+
+
+@task2_1
+def test_a_layout_reaching_outside_its_storage_is_refused() -> None:
+    with pytest.raises(IndexError, match=r"reaches cells 0..5 of a storage of 5 cells"):
+        TensorData(np.zeros(5), (2, 3))
+    with pytest.raises(IndexError, match="of a storage of 6 cells"):
+        TensorData(np.zeros(6), (2, 3), (3, 1), offset=1)
+    with pytest.raises(IndexError, match="reaches cells -2"):
+        TensorData(np.zeros(6), (3,), (-1,), offset=0)
+    assert TensorData(np.zeros(0), (0, 3)).size == 0

@@ -116,7 +116,7 @@ LAYOUT_OPS: list[tuple[str, Callable[[Any], Any]]] = [
     ("cat", lambda t: mf.cat([t, t[:, :1] * 2.0], 1)),
     ("stack", lambda t: mf.stack([t, t.exp()], -1)),
     ("where", lambda t: mf.where(t > 0, t * t, -t)),
-    ("where_number", lambda t: mf.where(t < 0.5, 0.0, t)),
+    ("where_number", lambda t: mf.where(t < 0, 0.0, t)),
     ("to_same", lambda t: t.to(mf.float64).double()),
 ]
 

@@ -19,7 +19,7 @@ from minifw.viz import to_dot
 from ..expression import NAMES, ExpressionError, evaluate, parse, parse_value
 
 EXAMPLES = {
-    "Scalars": ("(x * y + z.exp()).relu() + x ** 2 / y", {"x": "2.0", "y": "-1.5", "z": "0.5"}),
+    "Scalars": ("(x * y + z.exp()).relu() + x ** 2 / y", {"x": "2.0", "y": "1.5", "z": "0.5"}),
     "Tensors": (
         "(x * y + z).sigmoid().sum()",
         {"x": "[1, 2, 3]", "y": "[0.5, -1, 2]", "z": "1.0"},
@@ -96,19 +96,21 @@ def render() -> None:
     except ExpressionError as error:
         st.error(f"refused: {error}")
         return
-    left, right = st.columns([3, 1])
-    with left:
-        labels = {value: name for name, value in leaves.items()}
-        labels[out] = "out"
-        st.graphviz_chart(to_dot(out, labels=labels))
-    with right:
-        st.metric("out", _numbers(out))
-        st.dataframe(
-            pd.DataFrame(
-                {
-                    "value": [_numbers(v) for v in leaves.values()],
-                    "d out / d value": [_numbers(v.grad) for v in leaves.values()],
-                },
-                index=list(leaves),
-            )
+    left, right = st.columns([1, 3])
+    left.metric("out", _numbers(out))
+    right.dataframe(
+        pd.DataFrame(
+            {
+                "value": [_numbers(v) for v in leaves.values()],
+                "d out / d value": [_numbers(v.grad) for v in leaves.values()],
+            },
+            index=list(leaves),
         )
+    )
+    labels = {value: name for name, value in leaves.items()}
+    labels[out] = "out"
+    st.graphviz_chart(to_dot(out, labels=labels), width="stretch")
+    st.caption(
+        "Boxes are values (filled: the leaves x, y, z; dashed: constants), ellipses the ops "
+        "that made them. backward() fills grad on the leaves only, as in PyTorch."
+    )

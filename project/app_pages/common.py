@@ -10,7 +10,7 @@ import streamlit as st
 from ..jobs import JobSnapshot, TrainingJob
 from ..training import EpochRecord
 
-REFRESH_SECONDS = 0.5
+REFRESH_SECONDS = 1.0
 
 
 @st.cache_resource
@@ -77,7 +77,7 @@ def curves(records: Sequence[EpochRecord]) -> None:
 
 
 def live(job: TrainingJob | None, draw: Callable[[JobSnapshot], None]) -> None:
-    """Draw `job`'s snapshot now, and again every half second while it runs.
+    """Draw `job`'s snapshot now, and again every second while it runs.
 
     The redraw is a fragment: only this part of the page reruns, and the page's
     script never waits for training. When the job ends the whole page reruns once

@@ -34,7 +34,8 @@ def render() -> None:
             try:
                 prof = profile_step(make_step(model, backend, batch, hidden, compiled=False))
                 eager = best_time(make_step(model, backend, batch, hidden, compiled=False))
-                fused = best_time(make_step(model, backend, batch, hidden, compiled=True))
+                compiled_step = make_step(model, backend, batch, hidden, compiled=True)
+                fused = best_time(compiled_step)
             except (ValueError, RuntimeError, IndexError, TypeError) as error:
                 st.error(f"cannot profile: {error}")
                 return
@@ -43,6 +44,7 @@ def render() -> None:
             "frame": ops_frame(prof),
             "eager": eager,
             "compiled": fused,
+            "explain": compiled_step.explain(),
             "what": f"{model}, {backend}, batch {batch}",
         }
         st.session_state["profile_result"] = result
@@ -53,7 +55,10 @@ def render() -> None:
     times[2].metric("speed-up", f"{result['eager'] / max(result['compiled'], 1e-12):.2f}x")
     frame = result["frame"]
     st.subheader("time per op (kernel + Python dispatch)")
-    st.bar_chart(frame.set_index("op")[["kernel ms", "python ms"]].head(15), horizontal=True)
+    top = frame.set_index("op")[["kernel ms", "python ms"]].head(15)
+    st.bar_chart(top, horizontal=True, sort=False, x_label="ms in one step")
     st.dataframe(frame, hide_index=True)
     st.subheader("profiler table")
     st.code(result["table"], language=None)
+    with st.expander("what mf.compile captured (forward + loss; backward stays eager)"):
+        st.code(result["explain"], language=None)

@@ -156,3 +156,4 @@ def test_profiler_page_profiles_one_step() -> None:
     frame = at.dataframe[0].value
     assert {"matmul", "relu"} <= set(frame["op"]) and (frame["calls"] > 0).all()
     assert "Kernel launches" in at.code[0].value
+    assert "launches captured" in at.code[1].value  # what mf.compile fused

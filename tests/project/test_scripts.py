@@ -131,3 +131,20 @@ def test_run_digits_reads_mnist_idx_files(tmp_path, capsys) -> None:  # type: ig
     assert f"data=mnist:{tmp_path}" in out and "1 epochs in" in out
     with pytest.raises(SystemExit):
         run_digits.main(["--mnist", str(tmp_path / "missing")])
+
+
+@pytest.mark.task1_5
+def test_run_scalar_shares_the_cli_checkpoints_and_plot(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from project import run_scalar
+
+    plot, checkpoint = tmp_path / "scalar.png", tmp_path / "scalar.mf"
+    argv = ["--dataset", "diag", "--points", "10", "--hidden", "2", "--no-progress",
+            "--checkpoint", str(checkpoint)]  # fmt: skip
+    assert run_scalar.main([*argv, "--epochs", "3", "--plot", str(plot)]) == 0
+    assert "done: diag on scalar, 3 epochs" in capsys.readouterr().out
+    assert plot.read_bytes().startswith(PNG)
+    assert run_scalar.main([*argv, "--epochs", "5", "--resume", "--log-every", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"resumed {checkpoint}: 3 epochs done" in out and log_epochs(out) == [4, 5]
+    with pytest.raises(SystemExit):
+        run_scalar.main(["--backend", "fast"])  # the Scalar engine has no backends

@@ -1,0 +1,25 @@
+"""Timing for the bench scripts: the best of several runs after a warm-up."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+Timer = Callable[[], Any]
+
+
+def best_time(fn: Timer, repeat: int, budget: float = 0.5) -> float:
+    """The best wall time of at least `repeat` calls of `fn` after one warm-up call.
+
+    Calls continue until `budget` seconds have passed (at most 50 x repeat calls), so
+    on a busy machine a quick case still gets some runs its threads were not preempted in.
+    """
+    fn()
+    best, spent, runs = float("inf"), 0.0, 0
+    while runs < repeat or (spent < budget and runs < 50 * repeat):
+        start = time.perf_counter()
+        fn()
+        took = time.perf_counter() - start
+        best, spent, runs = min(best, took), spent + took, runs + 1
+    return best
