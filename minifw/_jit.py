@@ -18,7 +18,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def njit(fn: F | None = None, **options: Any) -> Any:
-    """`numba.njit` with a type mypy can follow."""
+    """`numba.njit` with a type mypy can follow, and numpy's division rules.
+
+    `error_model="numpy"` makes x / 0 give inf or nan (as numpy and PyTorch do)
+    instead of raising ZeroDivisionError inside a kernel.
+    """
+    options.setdefault("error_model", "numpy")
     if fn is None:
         return numba.njit(**options)
     return numba.njit(**options)(fn)

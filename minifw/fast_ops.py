@@ -121,10 +121,8 @@ def _map(
             out[i] = unary(op, a[i])
         return
     last = out_shape[len(out_shape) - 1] if len(out_shape) else 1
-    o_step, a_step = (
-        _last_step(out_shape, out_shape, out_strides),
-        _last_step(out_shape, a_shape, a_strides),
-    )
+    o_step = _last_step(out_shape, out_shape, out_strides)
+    a_step = _last_step(out_shape, a_shape, a_strides)
     rows = size // last
     per_task = max(1, CHUNK // last)
     for task in prange((rows + per_task - 1) // per_task):
@@ -135,7 +133,7 @@ def _map(
             broadcast_index(out_index, out_shape, a_shape, a_index)
             o = index_to_position(out_index, out_strides)
             p = index_to_position(a_index, a_strides)
-            for j in range(last):
+            for j in range(last):  # unsigned indices: no wraparound check (see `_fold`)
                 out[np.uint64(o + j * o_step)] = unary(op, a[np.uint64(p + j * a_step)])
 
 
@@ -170,10 +168,8 @@ def _zip(
         return
     last = out_shape[len(out_shape) - 1] if len(out_shape) else 1
     o_step = _last_step(out_shape, out_shape, out_strides)
-    a_step, b_step = (
-        _last_step(out_shape, a_shape, a_strides),
-        _last_step(out_shape, b_shape, b_strides),
-    )
+    a_step = _last_step(out_shape, a_shape, a_strides)
+    b_step = _last_step(out_shape, b_shape, b_strides)
     rows = size // last
     per_task = max(1, CHUNK // last)
     for task in prange((rows + per_task - 1) // per_task):

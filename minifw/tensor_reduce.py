@@ -213,7 +213,7 @@ class ReduceMixin:
 
 
 def where(mask: Tensor, a: Tensor, b: float | Tensor) -> Tensor:
-    """a where mask is nonzero, else b (a number or a tensor of a's dtype)."""
+    """Pick a where mask is nonzero, else b (a number or a tensor of a's dtype)."""
     other = a._operand(b).to(a.dtype)
     return Where.apply(mask, a, other)
 

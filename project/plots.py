@@ -122,16 +122,17 @@ def confusion_figure(matrix: np.ndarray) -> Figure:
     return fig
 
 
-def feature_maps_figure(image: np.ndarray, maps: np.ndarray) -> Figure:
-    """The input image followed by each channel of the first conv layer's output."""
+def feature_maps_figure(image: np.ndarray, maps: np.ndarray, columns: int = 3) -> Figure:
+    """The input image followed by each channel of the first conv layer's output, in a grid."""
     count = 1 + len(maps)
-    fig = Figure(figsize=(count * 1.2, 1.6), layout="constrained")
-    axes = fig.subplots(1, count)
+    rows = -(-count // columns)
+    fig = Figure(figsize=(columns * 1.6, rows * 1.7), layout="constrained")
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
     axes[0].imshow(image.reshape(image.shape[-2:]), cmap="gray_r")
-    axes[0].set_title("input", fontsize=8)
-    for k, (ax, fmap) in enumerate(zip(axes[1:], maps, strict=True)):
-        ax.imshow(fmap, cmap="viridis")
-        ax.set_title(f"channel {k}", fontsize=8)
+    axes[0].set_title("input", fontsize=9)
+    for k, fmap in enumerate(maps):
+        axes[k + 1].imshow(fmap, cmap="viridis")
+        axes[k + 1].set_title(f"channel {k}", fontsize=9)
     for ax in axes:
         ax.axis("off")
     return fig

@@ -83,7 +83,7 @@ def make_step(model: str, backend: str, batch: int, hidden: int, compiled: bool)
     return TrainingStep(step, forward if compiled else None)
 
 
-def profile_step(step: Callable[[], float], warmup: int = 2) -> profiler.profile:
+def profile_step(step: Callable[[], float], warmup: int = 3) -> profiler.profile:
     """Run `step` `warmup` times (compiles, captures), then once under the profiler."""
     for _ in range(warmup):
         step()

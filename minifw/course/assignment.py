@@ -87,6 +87,7 @@ def make_assignment(src: Path, out: Path, module: int, force: bool = False) -> A
     _copy(src, out)
     report = AssignmentReport(module, out)
     _stub_sources(out, module, report)
+    _set_default_backend(out, module)
     _prune_tests(out, module, report)
     _write_extras(src, out, module, scan)
     _check_parses(out)
@@ -116,6 +117,18 @@ def _stub_sources(out: Path, module: int, report: AssignmentReport) -> None:
         if stubs:
             path.write_text(new_source, "utf-8")
             report.stubs[name] = stubs
+
+
+def _set_default_backend(out: Path, module: int) -> None:
+    """Before module 3 FastOps is still a stub: make SimpleOps the CPU default."""
+    path = out / "minifw" / "backends.py"
+    if module >= 3 or not path.is_file():
+        return
+    source = path.read_text("utf-8")
+    changed = source.replace('"cpu": "fast"', '"cpu": "simple"')
+    if changed == source:
+        raise AssignmentError(f"{path}: could not find the CPU default backend to change")
+    path.write_text(changed, "utf-8")
 
 
 def _prune_tests(out: Path, module: int, report: AssignmentReport) -> None:
