@@ -14,6 +14,7 @@ from . import (
     profiler,
     serialization,
     utils,
+    viz,
 )
 from .autodiff import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import get_backend, set_default_backend
@@ -87,7 +88,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DType", "Scalar", "SimpleOps", "Tensor", "TensorBackend", "abs", "arange", "argmax",
     "autodiff", "autograd", "cat", "compile", "load", "optim", "profiler", "save",
-    "serialization", "utils", "cuda", "datasets", "double", "dtypes", "empty",
+    "serialization", "utils", "viz", "cuda", "datasets", "double", "dtypes", "empty",
     "enable_grad", "exp", "eye", "float", "float32", "float64", "from_numpy", "full",
     "full_like", "get_backend", "get_default_dtype", "int64", "is_grad_enabled", "is_tensor",
     "linspace", "log", "long", "manual_seed", "matmul", "max", "mean", "min", "nn", "no_grad",

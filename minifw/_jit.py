@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import numba
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def njit(fn: F, **options: Any) -> F: ...
+
+
+@overload
+def njit(fn: None = None, **options: Any) -> Callable[[F], F]: ...
 
 
 def njit(fn: F | None = None, **options: Any) -> Any:

@@ -31,8 +31,9 @@ sys.path.insert(0, str(ROOT))
 
 from project.app_pages import PAGES  # noqa: E402
 
-SLOW = {"digits": 8.0}  # the digits page trains ten epochs before it shows its results
+SLOW = {"digits": 12.0, "train": 4.0}  # pages that train may take this many times --wait
 TALL = {"digits": 1.9, "profiler": 1.5}  # long pages get a taller window
+DONE = {"train": "training finished", "digits": "training finished", "profiler": "speed-up"}
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -66,8 +67,13 @@ def wait_healthy(port: int, timeout: float) -> None:
     raise TimeoutError(f"streamlit did not answer on port {port} within {timeout} s")
 
 
-def screenshot(browser: str, url: str, path: Path, wait: float, height: int) -> None:
-    """Open `url` in headless Chromium, wait `wait` real seconds, save a PNG.
+def screenshot(
+    browser: str, url: str, path: Path, wait: float, height: int, done: str | None = None
+) -> None:
+    """Open `url` in headless Chromium, wait, save a PNG.
+
+    Waits `wait` real seconds, or, when `done` is given, until the page shows the
+    text `done` (at most `wait` seconds) and a few seconds more for it to draw.
 
     Chromium's own `--screenshot --virtual-time-budget` fast-forwards timers but
     not streamlit's websocket, so it captures the loading skeleton; instead this
@@ -89,7 +95,7 @@ def screenshot(browser: str, url: str, path: Path, wait: float, height: int) -> 
         )
         try:
             target = _page_target(port, timeout=30)
-            png = asyncio.run(_capture(target, url, wait))
+            png = asyncio.run(_capture(target, url, wait, done))
             path.write_bytes(png)
         finally:
             os.killpg(chromium.pid, signal.SIGTERM)  # the browser and its helper processes
@@ -111,8 +117,8 @@ def _page_target(port: int, timeout: float) -> str:
     raise TimeoutError(f"Chromium's DevTools did not answer on port {port}")
 
 
-async def _capture(target: str, url: str, wait: float) -> bytes:
-    """Navigate, wait, and return the screenshot's PNG bytes."""
+async def _capture(target: str, url: str, wait: float, done: str | None) -> bytes:
+    """Navigate, wait (for the text `done`, if given), and return the PNG bytes."""
     import websockets
 
     async with websockets.connect(target, max_size=64 * 1024 * 1024) as connection:
@@ -131,7 +137,17 @@ async def _capture(target: str, url: str, wait: float) -> bytes:
 
         await call("Page.enable")
         await call("Page.navigate", url=url)
-        await asyncio.sleep(wait)
+        if done is None:
+            await asyncio.sleep(wait)
+        else:
+            check = f"document.body.innerText.includes({json.dumps(done)})"
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                reply = await call("Runtime.evaluate", expression=check)
+                if reply.get("result", {}).get("value") is True:  # type: ignore[union-attr]
+                    break
+                await asyncio.sleep(2.0)
+            await asyncio.sleep(4.0)  # let the last redraw (and the figures) arrive
         result = await call("Page.captureScreenshot", format="png")
     return base64.b64decode(str(result["data"]))
 
@@ -162,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             url = f"http://localhost:{port}/{slug}?demo=1"
             wait = args.wait * SLOW.get(info.slug, 1.0)
             height = int(args.height * TALL.get(info.slug, 1.0))
-            screenshot(args.browser, url, path, wait, height)
+            screenshot(args.browser, url, path, wait, height, DONE.get(info.slug))
             print(f"{info.label}: {path}")
     finally:
         server.terminate()

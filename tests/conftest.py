@@ -51,14 +51,18 @@ def backend(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
 
     if request.param == "cuda" and not cuda_available():
         pytest.skip("cuda backend: no CUDA GPU here and NUMBA_ENABLE_CUDASIM=1 is not set")
-    if not _kernels_written(request.param):
+    if request.param != "simple" and not _kernels_written(request.param):
         pytest.skip(f"{request.param} backend: its kernels are a later course task (stubs)")
     return get_backend(request.param)
 
 
 @functools.cache
 def _kernels_written(name: str) -> bool:
-    """False in a student repo whose kernels for this backend are still stubs."""
+    """False in a student repo whose kernels for this backend are still stubs.
+
+    Only the compiled backends are probed: their own task tests (test_fast_ops.py,
+    test_cuda_ops.py) still fail red, while the shared suite skips them until then.
+    """
     from minifw import operators
     from minifw.backends import get_backend
 

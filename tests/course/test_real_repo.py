@@ -68,8 +68,13 @@ def test_generated_assignment_of_this_repository(module: int, tmp_path: Path) ->
     assert stubbed == expected
     for path in sorted((ROOT / "minifw").rglob("*.py")):
         name = path.relative_to(ROOT).as_posix()
-        if "__pycache__" not in name and name not in report.stubs:
-            assert (out / name).read_bytes() == path.read_bytes(), f"{name} changed"
+        if "__pycache__" in name or name in report.stubs:
+            continue
+        expected_text = path.read_text("utf-8")
+        if name == "minifw/backends.py" and module < 3:  # FastOps is a stub until module 3
+            expected_text = expected_text.replace('"cpu": "fast"', '"cpu": "simple"')
+            assert expected_text != path.read_text("utf-8")
+        assert (out / name).read_text("utf-8") == expected_text, f"{name} changed"
 
     env = dict(os.environ, PYTHONPATH=str(out))
     imported = subprocess.run(
@@ -95,7 +100,13 @@ def test_generated_assignment_of_this_repository(module: int, tmp_path: Path) ->
         ids = [nodeid for ids in current.values() for nodeid in ids]
         run = run_pytest(out, ["-q", *ids], timeout=600)
         assert run.finished
-        failed = {n: r["message"] for n, r in run.results.items() if r["outcome"] != "passed"}
+        outcomes = run.results.items()
+        failed = {
+            n: r["message"] for n, r in outcomes if r["outcome"] not in ("passed", "skipped")
+        }
+        skipped = {n: r["message"] for n, r in outcomes if r["outcome"] == "skipped"}
+        for nodeid, message in skipped.items():  # compiled backends of a later module
+            assert "later course task" in message or "CUDA" in message, (nodeid, message)
         assert failed, "no test of the current module failed"
         for nodeid, message in failed.items():  # the stub's message, maybe re-raised
             assert re.search(r"Task \d+\.\d+: implement ", message), (nodeid, message)
