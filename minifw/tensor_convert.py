@@ -37,6 +37,8 @@ class ConvertMixin:
         Accepts `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)` and
         the keywords `dtype=` and `device=`, as PyTorch does.
         """
+        if not kwargs and len(args) == 1 and args[0] is self.dtype:
+            return self  # the common no-op: already of that dtype
         dtype, device = self.dtype, self.device
         options = {k: v for k, v in kwargs.items() if k not in _IGNORED_TO_OPTIONS}
         for arg in list(args) + list(options.values()):

@@ -113,6 +113,57 @@ def numel_of(shape: Sequence[int]) -> int:
     return n
 
 
+# Shapes and strides recur op after op: each tuple maps, once, to its int tuple and
+# the int64 array kernels read (never written by a kernel), so views build no arrays.
+_CACHE_LIMIT = 4096
+_SHAPES: dict[Any, tuple[Shape, Index, Strides, Index, int]] = {}
+_STRIDES: dict[Any, tuple[Strides, Index]] = {}
+_ARRAYS: dict[tuple[int, ...], Index] = {}
+
+
+def _index_array(values: tuple[int, ...]) -> Index:
+    """The shared int64 array of `values` (an int tuple)."""
+    found = _ARRAYS.get(values)
+    if found is None:
+        if len(_ARRAYS) >= _CACHE_LIMIT:
+            _ARRAYS.clear()
+        found = _ARRAYS[values] = np.array(values, dtype=np.int64)
+    return found
+
+
+def _shape_entry(shape: Sequence[int]) -> tuple[Shape, Index, Strides, Index, int]:
+    """(shape as ints, its int64 array, its row-major strides and their array, its size)."""
+    key = shape if type(shape) is tuple else tuple(shape)
+    try:
+        found = _SHAPES.get(key)
+    except TypeError:  # an unhashable entry: let int() say what is wrong with it
+        found = None
+    if found is None:
+        ints = tuple(int(s) for s in key)
+        rows = strides_from_shape(ints)
+        found = (ints, _index_array(ints), rows, _index_array(rows), numel_of(ints))
+        if len(_SHAPES) >= _CACHE_LIMIT:
+            _SHAPES.clear()
+        _SHAPES[ints] = found
+    return found
+
+
+def _strides_entry(strides: Sequence[int]) -> tuple[Strides, Index]:
+    """(strides as ints, their int64 array)."""
+    key = strides if type(strides) is tuple else tuple(strides)
+    try:
+        found = _STRIDES.get(key)
+    except TypeError:  # an unhashable entry: let int() say what is wrong with it
+        found = None
+    if found is None:
+        ints = tuple(int(s) for s in key)
+        found = (ints, _index_array(ints))
+        if len(_STRIDES) >= _CACHE_LIMIT:
+            _STRIDES.clear()
+        _STRIDES[ints] = found
+    return found
+
+
 class TensorData:
     """A view of a flat storage buffer: where each cell of `shape` lives.
 
@@ -132,19 +183,23 @@ class TensorData:
         version: list[int] | None = None,
     ) -> None:
         self._storage = storage
-        self.shape: Shape = tuple(int(s) for s in shape)
-        self.strides: Strides = (
-            strides_from_shape(self.shape) if strides is None else tuple(int(s) for s in strides)
-        )
-        if len(self.strides) != len(self.shape):
-            raise ValueError(f"strides {self.strides} do not match shape {self.shape}")
-        self.offset = int(offset)
-        self.size = numel_of(self.shape)
-        self._shape = np.array(self.shape, dtype=np.int64)
-        self._strides = np.array(self.strides, dtype=np.int64)
+        self.shape, self._shape, contiguous, rows, self.size = _shape_entry(shape)
+        if strides is None:
+            self.strides, self._strides = contiguous, rows
+        else:
+            self.strides, self._strides = _strides_entry(strides)
+            if len(self.strides) != len(self.shape):
+                raise ValueError(f"strides {self.strides} do not match shape {self.shape}")
+        self.offset = offset if type(offset) is int else int(offset)
         self.version: list[int] = [0] if version is None else version
         if self.size:
-            self._check_bounds()
+            if strides is None or self.strides == contiguous:
+                # Row-major: the view spans cells offset .. offset + size - 1.
+                cells = int(getattr(storage, "size", None) or len(storage))
+                if self.offset < 0 or self.offset + self.size > cells:
+                    self._check_bounds()
+            else:
+                self._check_bounds()
 
     def _check_bounds(self) -> None:
         """Raise unless every cell of the view lies inside the storage (kernels never check)."""

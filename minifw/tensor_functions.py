@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import operators as ops
-from .autodiff import Context, History, is_grad_enabled, no_grad
+from .autodiff import Context, History, _grad_mode, no_grad
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -89,19 +89,31 @@ class Function:
     @classmethod
     def apply(cls, *args: Any) -> Tensor:
         """Run forward; record the op for autograd when an input requires grad."""
-        needs = tuple(is_tensor(a) and a.requires_grad for a in args)
+        flags = [getattr(a, "_is_minifw_tensor", False) is True for a in args]
+        needs = tuple(
+            flag and (a._requires_grad or a.history is not None)
+            for flag, a in zip(flags, args, strict=True)
+        )
         ctx = FunctionCtx()
         ctx.needs_input_grad = needs
-        ctx.input_histories = tuple(a.history if is_tensor(a) else None for a in args)
-        with no_grad():
+        ctx.input_histories = tuple(
+            a.history if flag else None for flag, a in zip(flags, args, strict=True)
+        )
+        mode = _grad_mode.enabled
+        _grad_mode.enabled = False
+        try:
             out = cls.forward(ctx, *args)
+        finally:
+            _grad_mode.enabled = mode
         if not is_tensor(out):
             raise TypeError(
                 f"{cls.__name__}.forward must return one Tensor, got {type(out).__name__}"
             )
-        if any(out is a for a in args):
-            out = out._alias()  # never rewrite an input's own history
-        if any(needs) and is_grad_enabled():
+        for a in args:
+            if out is a:
+                out = out._alias()  # never rewrite an input's own history
+                break
+        if mode and True in needs:
             out._attach(History(cls, ctx, args))
         return out  # type: ignore[no-any-return]
 
@@ -124,8 +136,10 @@ class Function:
                     continue
                 if not is_tensor(g):
                     raise TypeError(f"{cls.__name__}.backward must return Tensors or None")
-                _check_grad_shape(cls.__name__, i, g.shape, value.shape)
-                pairs.append((value, sum_to_shape(g, value.shape).to(value.dtype)))
+                if g.shape != value.shape:
+                    _check_grad_shape(cls.__name__, i, g.shape, value.shape)
+                    g = sum_to_shape(g, value.shape)
+                pairs.append((value, g if g.dtype is value.dtype else g.to(value.dtype)))
         return pairs
 
 

@@ -153,9 +153,11 @@ class TensorBackend:
     def zip(self, op: int, a: TensorData, b: TensorData, out_dtype: Any = None) -> TensorData:
         """Apply binary `op` cell by cell to `a` and `b` broadcast together."""
         self._check_device("zip", a, b)
-        _check_same_dtype("zip", _dtype(a), _dtype(b))
-        shape = shape_broadcast(a.shape, b.shape)
-        out = self.empty(shape, out_dtype or _dtype(a))
+        dtype = a._storage.dtype
+        if dtype != b._storage.dtype:
+            _check_same_dtype("zip", _dtype(a), _dtype(b))
+        shape = a.shape if a.shape == b.shape else shape_broadcast(a.shape, b.shape)
+        out = self.empty(shape, out_dtype or dtype)
         if out.size:
             hook = _launch_hook[0]
             if hook is None:
@@ -177,7 +179,7 @@ class TensorBackend:
             return self.map(operators.ID, a)
         start = REDUCE_OPS[op]
         dtype = _dtype(a)
-        if np.issubdtype(dtype, np.integer) and np.isinf(start):
+        if dtype.kind in "iu" and np.isinf(start):  # an integer dtype
             info = np.iinfo(dtype)
             start = info.min if start < 0 else info.max
         shape = a.shape[:dim] + (1,) + a.shape[dim + 1 :]
@@ -198,7 +200,8 @@ class TensorBackend:
     def matmul(self, a: TensorData, b: TensorData) -> TensorData:
         """Matrix product with PyTorch's 1-D, 2-D and broadcast-batched rules."""
         self._check_device("matmul", a, b)
-        _check_same_dtype("matmul", _dtype(a), _dtype(b))
+        if a._storage.dtype != b._storage.dtype:
+            _check_same_dtype("matmul", _dtype(a), _dtype(b))
         if a.dims == 0 or b.dims == 0:
             raise RuntimeError(
                 f"both arguments to matmul need to be at least 1D, but they are "
@@ -212,7 +215,9 @@ class TensorBackend:
                 f"({_rows_cols(a3)} and {_rows_cols(b3)}): operand shapes {a.shape} @ {b.shape}"
             )
         try:
-            batch = shape_broadcast(a3.shape[:-2], b3.shape[:-2])
+            batch = a3.shape[:-2]
+            if batch != b3.shape[:-2]:
+                batch = shape_broadcast(batch, b3.shape[:-2])
         except RuntimeError:
             raise RuntimeError(
                 f"matmul: batch dims of {a.shape} and {b.shape} cannot be broadcast"
@@ -234,9 +239,8 @@ class TensorBackend:
             shape = shape[:-2] + shape[-1:]
         if b.dims == 1:
             shape = shape[:-1]
-        result = out.view(shape)
-        assert result is not None
-        return result
+        # out is a fresh row-major buffer, so any shape of its size views it.
+        return TensorData(out.base, shape, None, 0, out.version)
 
     def _as_3d(self, x: TensorData, batch: tuple[int, ...]) -> TensorData:
         """View `x` as (B, rows, cols), B = 1 (broadcast by the kernel) or numel(batch)."""
@@ -267,9 +271,10 @@ class TensorBackend:
 
     def _check_device(self, what: str, *datas: TensorData) -> None:
         """Raise unless every storage lives on this backend's device."""
+        cpu = self.device == "cpu"
         for data in datas:
-            on_host = isinstance(data.base, np.ndarray)
-            if on_host != (self.device == "cpu"):
+            on_host = isinstance(data._storage, np.ndarray)
+            if on_host != cpu:
                 found = "cpu" if on_host else "cuda"
                 raise RuntimeError(
                     f"{what}: Expected all tensors to be on the same device, but found at "

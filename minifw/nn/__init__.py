@@ -1,5 +1,6 @@
 """Neural-network building blocks: the Module tree, Parameters, layers, losses, functional."""
 
+from ..tensor import TensorParameter
 from . import functional
 from .containers import ModuleList, Sequential
 from .layers import (
@@ -20,7 +21,6 @@ from .layers import (
     Tanh,
 )
 from .losses import BCELoss, CrossEntropyLoss, MSELoss, NLLLoss
-from ..tensor import TensorParameter
 from .module import Module, Parameter
 
 # Parameter(tensor) builds a TensorParameter; registering it makes isinstance agree.

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import dtypes
+from .. import operators as ops
 from ..tensor import Tensor, tensor
 from ..tensor_functions import Function, FunctionCtx
 from .activation import dropout, log_softmax, one_hot, relu, sigmoid, softmax, tanh
@@ -27,8 +28,49 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"features but weight of shape {weight.shape} expects (out_features, in_features)"
             f" with in_features = {weight.shape[1] if weight.dim() == 2 else '?'}"
         )
+    if (
+        input.dim() == 2
+        and input.dtype is weight.dtype
+        and input.backend is weight.backend
+        and (bias is None or (bias.dtype is input.dtype and bias.backend is input.backend))
+        and (bias is None or bias.shape == (weight.shape[0],))
+    ):
+        return _Linear.apply(input, weight, bias)
     out = input @ weight.transpose(0, 1)
     return out if bias is None else out + bias
+
+
+class _Linear(Function):
+    """x @ w.T + b for 2-D x of one dtype and backend: one matmul, one add, one node."""
+
+    node_name = "Addmm"
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: FunctionCtx, x: Tensor, w: Tensor, b: Tensor | None
+    ) -> Tensor:
+        """Return x @ w.T (+ b broadcast over rows)."""
+        need_x, need_w, _ = ctx.needs_input_grad
+        ctx.save_for_backward(x if need_w else None, w if need_x else None)
+        out = x._new(x.backend.matmul(x._data, w._data.permute(1, 0)))
+        return out if b is None else out._zip(ops.ADD, b)
+
+    @staticmethod
+    def backward(
+        ctx: FunctionCtx, grad: Tensor
+    ) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+        """Return grad @ w, grad.T @ x (already (out, in): no transposed copy), grad summed."""
+        x, w = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad
+        backend, g = grad.backend, grad._data
+        grad_x = grad._new(backend.matmul(g, w._data)) if need_x else None
+        grad_w = grad._new(backend.matmul(g.permute(1, 0), x._data)) if need_w else None
+        grad_b = None
+        if need_b:
+            summed = backend.reduce(ops.ADD, g, 0).view((g.shape[1],))
+            assert summed is not None
+            grad_b = grad._new(summed)
+        return grad_x, grad_w, grad_b
 
 
 class EmbeddingLookup(Function):

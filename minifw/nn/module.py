@@ -15,7 +15,7 @@ from .module_hooks import ModuleHooksMixin, RemovableHandle
 from .module_state import IncompatibleKeys, ModuleStateMixin
 
 
-class Parameter(metaclass=ABCMeta):
+class Parameter(metaclass=ABCMeta):  # noqa: B024 - ABCMeta for register(), no abstracts
     """A value that a Module trains.
 
     `Parameter(tensor)` returns a Tensor that shares `tensor`'s storage and requires
@@ -31,6 +31,7 @@ class Parameter(metaclass=ABCMeta):
     __slots__ = ("value",)
 
     def __new__(cls, value: Any = None, requires_grad: bool = True) -> Any:
+        """A TensorParameter for a tensor `value`, else a wrapper around `value`."""
         as_parameter = getattr(value, "_as_parameter", None)
         if as_parameter is not None:
             return as_parameter(requires_grad)
