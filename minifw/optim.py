@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from . import operators as ops
 from .autodiff import no_grad
 from .nn.module import Parameter
 from .tensor import Tensor
@@ -27,6 +28,27 @@ ParamLike = Parameter | Tensor
 def _tensor(param: ParamLike) -> Tensor:
     """The tensor a Parameter wraps, or the tensor itself."""
     return param.value if isinstance(param, Parameter) else param  # type: ignore[no-any-return]
+
+
+def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
+    """Subtract grad * lr from param in place (under no_grad), rounding as `sub_` does.
+
+    When both are float tensors of one dtype, backend and shape, the two products go
+    straight to the backend's launches (no autograd bookkeeping); otherwise `sub_`.
+    """
+    dtype = param.dtype
+    if (
+        grad.dtype is not dtype
+        or not dtype.is_floating_point
+        or grad.backend is not param.backend
+        or grad.shape != param.shape
+    ):
+        param.sub_(grad * lr)
+        return
+    backend = param.backend
+    scaled = backend.zip(ops.MUL, grad._data, grad._scalar_like(lr)._data)
+    backend.copy_into(param._data, backend.zip(ops.SUB, param._data, scaled))
+    param._bump_version()
 
 
 class Optimizer:
@@ -197,7 +219,7 @@ class SGD(Optimizer):
                 buf = buf * momentum + (grad * (1.0 - dampening) if dampening else grad)
             state["momentum_buffer"] = buf
             grad = grad + buf * momentum if group["nesterov"] else buf
-        param.sub_(grad * group["lr"])
+        _sub_scaled(param, grad, group["lr"])
 
 
 class Adam(Optimizer):

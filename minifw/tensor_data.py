@@ -195,7 +195,10 @@ class TensorData:
         if self.size:
             if strides is None or self.strides == contiguous:
                 # Row-major: the view spans cells offset .. offset + size - 1.
-                cells = int(getattr(storage, "size", None) or len(storage))
+                if type(storage) is np.ndarray:
+                    cells = storage.size
+                else:
+                    cells = int(getattr(storage, "size", None) or len(storage))
                 if self.offset < 0 or self.offset + self.size > cells:
                     self._check_bounds()
             else:
@@ -203,9 +206,12 @@ class TensorData:
 
     def _check_bounds(self) -> None:
         """Raise unless every cell of the view lies inside the storage (kernels never check)."""
-        reach = [(n - 1) * st for n, st in zip(self.shape, self.strides, strict=True)]
-        low = self.offset + sum(r for r in reach if r < 0)
-        high = self.offset + sum(r for r in reach if r > 0)
+        low = high = self.offset
+        for n, st in zip(self.shape, self.strides, strict=True):
+            if st > 0:
+                high += (n - 1) * st
+            elif st < 0:
+                low += (n - 1) * st
         cells = int(getattr(self._storage, "size", None) or len(self._storage))
         if low < 0 or high >= cells:
             raise IndexError(
@@ -332,6 +338,10 @@ class TensorData:
         """
         if self.size == 0:
             return self._view(shape, strides_from_shape(shape), self.offset)
+        entry = _shape_entry(shape)
+        if entry[4] == self.size and self.strides == _shape_entry(self.shape)[2]:
+            # Row-major cells: the new shape views them row-major too.
+            return TensorData(self._storage, entry[0], None, self.offset, self.version)
         return self._view_split(shape)
 
     def _view_split(self, shape: Sequence[int]) -> TensorData | None:

@@ -98,7 +98,8 @@ class TensorBackend:
     # Storage
     def empty(self, shape: tuple[int, ...], dtype: Any) -> TensorData:
         """A contiguous TensorData of `shape` with uninitialised cells."""
-        return TensorData(self.ops.empty(numel_of(shape), np.dtype(dtype)), shape)
+        kind = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        return TensorData(self.ops.empty(numel_of(shape), kind), shape)
 
     def full(self, shape: tuple[int, ...], value: float, dtype: Any) -> TensorData:
         """A contiguous TensorData of `shape` filled with `value`."""
@@ -202,13 +203,14 @@ class TensorBackend:
         self._check_device("matmul", a, b)
         if a._storage.dtype != b._storage.dtype:
             _check_same_dtype("matmul", _dtype(a), _dtype(b))
-        if a.dims == 0 or b.dims == 0:
+        a_dims, b_dims = len(a.shape), len(b.shape)
+        if a_dims == 0 or b_dims == 0:
             raise RuntimeError(
                 f"both arguments to matmul need to be at least 1D, but they are "
-                f"{a.dims}D and {b.dims}D"
+                f"{a_dims}D and {b_dims}D"
             )
-        a3 = a.insert_dim(0) if a.dims == 1 else a
-        b3 = b.insert_dim(1) if b.dims == 1 else b
+        a3 = a.insert_dim(0) if a_dims == 1 else a
+        b3 = b.insert_dim(1) if b_dims == 1 else b
         if a3.shape[-1] != b3.shape[-2]:
             raise RuntimeError(
                 f"mat1 and mat2 shapes cannot be multiplied "
@@ -235,9 +237,9 @@ class TensorBackend:
                 else:
                     hook(self, "matmul", operators.MUL, out, (lhs, rhs), -1)
         shape = batch + (n, m)
-        if a.dims == 1:
+        if a_dims == 1:
             shape = shape[:-2] + shape[-1:]
-        if b.dims == 1:
+        if b_dims == 1:
             shape = shape[:-1]
         # out is a fresh row-major buffer, so any shape of its size views it.
         return TensorData(out.base, shape, None, 0, out.version)
@@ -245,7 +247,7 @@ class TensorBackend:
     def _as_3d(self, x: TensorData, batch: tuple[int, ...]) -> TensorData:
         """View `x` as (B, rows, cols), B = 1 (broadcast by the kernel) or numel(batch)."""
         rows, cols = x.shape[-2:]
-        if numel_of(x.shape[:-2]) == 1:
+        if len(x.shape) == 2 or numel_of(x.shape[:-2]) == 1:
             return TensorData(x.base, (1, rows, cols), (0,) + x.strides[-2:], x.offset)
         full = x.expand(batch + (rows, cols))
         merged = full.view((numel_of(batch), rows, cols))

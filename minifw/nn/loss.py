@@ -48,8 +48,12 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor: 
     return _reduce(diff * diff, reduction)
 
 
-def _class_indices(input: Tensor, target: Tensor, ignore_index: int) -> Tensor:  # noqa: A002
-    """`target` checked against `input` (N, C, ...) and returned as int64 class indices."""
+def _class_indices(
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    ignore_index: int,
+) -> np.ndarray:
+    """`target` checked against `input` (N, C, ...) and returned as host class indices."""
     expected = input.shape[:1] + input.shape[2:] if input.dim() > 1 else ()
     if target.shape != expected:
         raise ValueError(
@@ -57,21 +61,20 @@ def _class_indices(input: Tensor, target: Tensor, ignore_index: int) -> Tensor: 
             f"along dim {min(1, input.dim() - 1)}), got target of shape {target.shape}"
         )
     values = target.detach().cpu().numpy()
-    if target.dtype.is_floating_point:
-        if not np.all(values == np.round(values)):
-            raise ValueError(
-                f"class-index targets must hold whole numbers (got a {target.dtype} target "
-                f"with fractional values, shape {target.shape})"
-            )
-        target = target.detach().long()
-    classes = input.shape[1] if input.dim() > 1 else input.shape[0]
-    bad = values[(values != ignore_index) & ((values < 0) | (values >= classes))]
-    if bad.size:
-        raise IndexError(
-            f"Target {int(bad.flat[0])} is out of bounds (expected 0 <= target < {classes} for "
-            f"input of shape {input.shape})."
+    if target.dtype.is_floating_point and not np.all(values == np.round(values)):
+        raise ValueError(
+            f"class-index targets must hold whole numbers (got a {target.dtype} target "
+            f"with fractional values, shape {target.shape})"
         )
-    return target
+    classes = input.shape[1] if input.dim() > 1 else input.shape[0]
+    if values.size and (values.min() < 0 or values.max() >= classes):
+        bad = values[(values != ignore_index) & ((values < 0) | (values >= classes))]
+        if bad.size:
+            raise IndexError(
+                f"Target {int(bad.flat[0])} is out of bounds (expected 0 <= target < {classes} "
+                f"for input of shape {input.shape})."
+            )
+    return values
 
 
 # BEGIN TASK 4.5
@@ -93,21 +96,28 @@ def nll_loss(
     _check_reduction(reduction)
     if input.dim() == 0:
         raise ValueError(f"nll_loss: expected an input with a class dim, got shape {input.shape}")
-    target = _class_indices(input, target, ignore_index)
+    values = _class_indices(input, target, ignore_index)
     cls = 1 if input.dim() > 1 else 0
     shape = [1] * input.dim()
     shape[cls] = input.shape[cls]
-    classes = tensor(np.arange(input.shape[cls]).reshape(shape), backend=input.backend)
-    mask = (target.unsqueeze(cls) == classes).to(input.dtype)
+    # The 0/1 mask is built from the host copy of the targets: one upload, no launches.
+    onehot = np.expand_dims(values, cls) == np.arange(input.shape[cls]).reshape(shape)
     if weight is not None:
         if weight.shape != (input.shape[cls],):
             raise ValueError(
                 f"weight should have one entry per class ({input.shape[cls]}), got {weight.shape}"
             )
+        mask = tensor(onehot, dtype=input.dtype, backend=input.backend)
         mask = mask * weight.to(input.dtype).view(*shape)
-    picked = -(input * mask).sum(cls)
+        picked = -(input * mask).sum(cls)
+        if reduction == "mean":
+            return picked.sum() / mask.sum()
+        return _reduce(picked, reduction)
+    # -(x * m) summed equals (x * -m) summed exactly (negation never rounds).
+    negated = tensor(-onehot.astype(input.dtype.numpy), backend=input.backend)
+    picked = (input * negated).sum(cls)
     if reduction == "mean":
-        return picked.sum() / mask.sum()
+        return picked.sum() / float(np.count_nonzero(onehot))
     return _reduce(picked, reduction)
 
 
