@@ -21,6 +21,7 @@ from numba import prange
 from . import operators, tensor_data
 from ._jit import compile_functions, njit
 from .operators import ADD, MAX
+from .simple_ops import HostStorage
 from .tensor_data import Index
 from .tensor_ops import Storage
 
@@ -437,7 +438,7 @@ _reduce_along_serial, _reduce_across_serial = _serial(_reduce_along), _serial(_r
 _matmul_serial, _k_major_serial = _serial(_matmul), _serial(_k_major)
 
 
-class FastOps:
+class FastOps(HostStorage):
     """Parallel CPU kernels compiled by Numba; storage is a numpy array, as in SimpleOps."""
 
     device = "cpu"
@@ -495,21 +496,6 @@ class FastOps:
         b, b_strides = _k_contiguous(b, b_shape, b_strides, 1, parallel)
         kernel = _matmul if parallel else _matmul_serial
         kernel(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
-
-    @staticmethod
-    def empty(size: int, dtype: Any) -> Storage:
-        """Uninitialised host storage."""
-        return np.empty(size, dtype=dtype)
-
-    @staticmethod
-    def from_numpy(array: np.ndarray) -> Storage:
-        """The flat host array itself: CPU storage is a numpy array."""
-        return array
-
-    @staticmethod
-    def to_numpy(storage: Storage) -> np.ndarray:
-        """The host storage itself."""
-        return np.asarray(storage)
 
 
 def _k_contiguous(

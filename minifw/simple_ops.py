@@ -29,7 +29,26 @@ def _ieee(kernel: Any) -> Any:
     return quiet
 
 
-class SimpleOps:
+class HostStorage:
+    """Storage helpers of the CPU backends: storage is a flat numpy array."""
+
+    @staticmethod
+    def empty(size: int, dtype: Any) -> Storage:
+        """Uninitialised host storage."""
+        return np.empty(size, dtype=dtype)
+
+    @staticmethod
+    def from_numpy(array: np.ndarray) -> Storage:
+        """The flat host array itself: CPU storage is a numpy array."""
+        return array
+
+    @staticmethod
+    def to_numpy(storage: Storage) -> np.ndarray:
+        """The host storage itself."""
+        return np.asarray(storage)
+
+
+class SimpleOps(HostStorage):
     """The pure-Python reference kernels: slow, obvious, and the specification.
 
     Each kernel trusts the launcher: shapes broadcast, `out` is writable (no stride 0
@@ -148,18 +167,3 @@ class SimpleOps:
                     out[n * out_strides[0] + i * out_strides[1] + j * out_strides[2]] = acc
 
     # END TASK 2.3
-
-    @staticmethod
-    def empty(size: int, dtype: Any) -> Storage:
-        """Uninitialised host storage."""
-        return np.empty(size, dtype=dtype)
-
-    @staticmethod
-    def from_numpy(array: np.ndarray) -> Storage:
-        """The flat host array itself: CPU storage is a numpy array."""
-        return array
-
-    @staticmethod
-    def to_numpy(storage: Storage) -> np.ndarray:
-        """The host storage itself."""
-        return np.asarray(storage)
