@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import minifw as mf
@@ -173,6 +173,9 @@ def test_forward_matches_pytorch(backend: TensorBackend, case: Case, data: st.Da
 @given(data=st.data())
 def test_backward_matches_pytorch(backend: TensorBackend, case: Case, data: st.DataObject) -> None:
     arrays = draw_inputs(data, case)
+    # Squares of magnitudes below ~1e-154 are subnormal: var/std gradients then depend on
+    # how each library rounds subnormals, not on the math this test is about.
+    assume(all(np.all((a == 0) | (np.abs(a) > 1e-100)) for a in arrays))
     mine_in, theirs_in, mine, theirs = run_both(case, arrays, backend, grad=True)
     out_mine, out_theirs = mine[0], theirs[0]
     upstream = data.draw(mt.strided(shape=tuple(out_theirs.shape))).values
