@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from . import _launch_hooks
+from . import _launch_hooks, operators
 from ._launch_hooks import Launch
 from .autodiff import topological_sort
 from .random import generator
 from .tensor import Tensor
-from .tensor_autograd import recorded_inputs
-from .tensor_data import TensorData
+from .tensor_autograd import _grad_hook, recorded_inputs
+from .tensor_data import TensorData, strides_from_shape
 from .tensor_functions import is_tensor
 
 
@@ -153,7 +153,7 @@ class Recorder:
         else:
             inputs = tuple(self.ref(d) for d in launch.inputs)
             out = launch.outs[0]
-            if kind == "map_into":
+            if kind in ("map_into", "zip_into"):
                 number = self._ids.get(id(out.base))
                 if number is None or self.buffers[number].origin not in ("input", "step"):
                     self.problems.append(
@@ -164,32 +164,45 @@ class Recorder:
             else:
                 fill = out.base[0] if kind == "reduce" else None
                 self._register(out.base, "step", len(self.steps), fill)
-            step = Step(kind, launch.op, launch.dim, launch.backend, self.ref(out), inputs)
+            op = launch.op
+            if kind == "zip_into":
+                # Recorded as a zip into a new buffer and a copy into `out`: kinds that
+                # fusion and replay know, with the same result.
+                inputs = (self._zip_into_temp(launch, inputs),)
+                kind, op = "map_into", operators.ID
+            step = Step(kind, op, launch.dim, launch.backend, self.ref(out), inputs)
             self.steps.append(step)
-            self._note_backward(kind, sys._getframe(1))
+            self._note_backward(sys._getframe(1))
         proceed(launch)
 
-    def _note_backward(self, kind: str, frame: Any) -> None:
-        """Notice launches made by a backward in f, and the leaf whose `.grad` they make."""
-        leaf = None
+    def _zip_into_temp(self, launch: Launch, inputs: tuple[Ref, ...]) -> Ref:
+        """Record the zip of a "zip_into" launch into a new buffer; return its view."""
+        out = launch.outs[0]
+        number = len(self.buffers)
+        self.buffers.append(Buffer("step", len(self.steps), out.size, np.dtype(out.base.dtype)))
+        temp = Ref(number, out.shape, strides_from_shape(out.shape), 0)
+        self.steps.append(Step("zip", launch.op, -1, launch.backend, temp, inputs))
+        return temp
+
+    def _note_backward(self, frame: Any) -> None:
+        """Notice launches made by a backward in f."""
         for _ in range(_FRAMES):
             if frame is None:
                 return
-            name = frame.f_code.co_name
-            if name == "accumulate_derivative" and leaf is None:
-                owner = frame.f_locals.get("self")
-                leaf = owner if is_tensor(owner) else None
-            elif name == "backpropagate":
+            if frame.f_code.co_name == "backpropagate":
                 self.backward_ran = True
-                break
+                return
             frame = frame.f_back
-        if leaf is not None:
-            if kind != "map" or id(leaf) in self.leaves:
-                self.problems.append(
-                    "its backward adds to a .grad that is already set (set grads to None "
-                    "first, e.g. zero_grad(set_to_none=True))"
-                )
-            self.leaves[id(leaf)] = leaf
+
+    def leaf_grad(self, leaf: Tensor, added: bool) -> None:
+        """Note a leaf whose `.grad` a backward in f set (or added to, which cannot replay)."""
+        self.backward_ran = True
+        if added or id(leaf) in self.leaves:
+            self.problems.append(
+                "its backward adds to a .grad that is already set (set grads to None "
+                "first, e.g. zero_grad(set_to_none=True))"
+            )
+        self.leaves[id(leaf)] = leaf
 
 
 class _Watching(threading.local):
@@ -210,8 +223,9 @@ def capturing() -> bool:
 
 @contextmanager
 def recording(recorder: Recorder) -> Iterator[None]:
-    """Record this thread's launches, host reads and random draws into `recorder`."""
+    """Record this thread's launches, host reads, leaf grads and random draws."""
     _watch_host_reads()
+    _grad_hook[0] = _leaf_grad
     rng = generator()
     state = rng.bit_generator.state
     _watching.recorders.append(recorder)
@@ -223,6 +237,12 @@ def recording(recorder: Recorder) -> Iterator[None]:
         _watching.recorders.pop()
     if generator() is not rng or rng.bit_generator.state != state:
         recorder.problems.append("it draws random numbers (rand, randn, dropout, ...)")
+
+
+def _leaf_grad(leaf: Tensor, added: bool) -> None:
+    """The grad hook of `tensor_autograd`: tells this thread's capture, if any."""
+    if _watching.recorders:
+        _watching.recorders[-1].leaf_grad(leaf, added)
 
 
 def _watch_host_reads() -> None:

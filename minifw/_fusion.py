@@ -31,7 +31,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from . import operators, tensor_data
+from . import _simd_math, operators, tensor_data
 from ._capture import Ref, Step
 from ._jit import compile_functions, njit
 
@@ -40,6 +40,7 @@ SCALAR = compile_functions(
     [operators, tensor_data],
     operators.KERNEL_FUNCTIONS,
     lambda fn: njit(fn, inline="always"),
+    replacements={"exp": _simd_math.exp},
 )
 PARALLEL_FROM = 32768  # cells from which a fused kernel runs in parallel (as in fast_ops)
 _INFIX = {operators.ADD: "+", operators.SUB: "-", operators.MUL: "*", operators.DIV: "/"}

@@ -20,7 +20,7 @@ from . import operators
 from .tensor_data import TensorData
 from .tensor_ops import TensorBackend, _launch_hook
 
-KINDS = ("map", "map_into", "zip", "reduce", "matmul", "fused", "to_host")
+KINDS = ("map", "map_into", "zip", "zip_into", "reduce", "matmul", "fused", "to_host")
 
 
 class Launch:
@@ -61,7 +61,7 @@ class Launch:
         ops, kind = self.backend.ops, self.kind
         if kind in ("map", "map_into"):
             ops.map(self.op, *self.outs[0].tuple(), *self.inputs[0].tuple())
-        elif kind == "zip":
+        elif kind in ("zip", "zip_into"):
             ops.zip(
                 self.op, *self.outs[0].tuple(), *self.inputs[0].tuple(), *self.inputs[1].tuple()
             )

@@ -12,14 +12,14 @@ small inputs, where waking the thread pool would cost more than the work.
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import numpy as np
 from numba import prange
 
-from . import operators, tensor_data
-from ._jit import compile_functions, njit
+from . import _simd_math, operators, tensor_data
+from ._jit import compile_functions, njit, serial_twin
+from .fast_matmul import matmul
 from .operators import ADD, MAX
 from .simple_ops import HostStorage
 from .tensor_data import Index
@@ -29,6 +29,7 @@ _fns = compile_functions(
     [operators, tensor_data],
     operators.KERNEL_FUNCTIONS + tensor_data.KERNEL_FUNCTIONS,
     lambda fn: njit(fn, inline="always"),
+    replacements={"exp": _simd_math.exp},  # the same e^x, in SIMD lanes (see _simd_math)
 )
 unary = _fns.unary
 binary = _fns.binary
@@ -40,18 +41,11 @@ broadcast_index = _fns.broadcast_index
 # a reduction over a dim other than the last handles REDUCE_BLOCK output columns per task.
 CHUNK = 16384
 REDUCE_BLOCK = 128
-# matmul: each task computes one TILE_I x TILE_J tile of out, walking k in TILE_K steps;
-# the innermost block is a 4 x 4 register tile (see `_micro_4x4`).
-TILE_I = 64
-TILE_J = 64
-TILE_K = 256
-# Operands whose k dim is not contiguous are first copied in BLOCK x BLOCK blocks.
-BLOCK = 32
 # Below this much work (cells, or multiply-adds / 8 for matmul) a kernel runs its serial
 # twin: waking the thread pool costs more than it saves, and far more on a busy machine.
 PARALLEL_FROM = 32768
-# `reassoc` lets the matmul dot products and reductions run in SIMD lanes and `contract`
-# fuses multiply-adds: both only change the rounding of sums. No nnan/ninf.
+# `reassoc` lets reductions run in SIMD lanes and `contract` fuses multiply-adds: both
+# only change the rounding of sums. No nnan/ninf.
 SUM_MATH = {"reassoc", "contract"}
 
 
@@ -94,6 +88,46 @@ def _last_step(out_shape: Any, shape: Any, strides: Any) -> int:
     return int(strides[len(strides) - 1])
 
 
+def _op_by_op(name: str, codes: Any, cell: str) -> Any:
+    """A compiled `name(op, out, o, o_step, a, p, a_step, b, q, b_step, n)` for a line.
+
+    It sets out[o + j * o_step] = `cell` with x = a[p + j * a_step], y = b[q + j * b_step]
+    for j < n: one line of cells (a row of the last dim, or a dense run with steps 1).
+    `cell` is one cell's expression in `{op}`, `x` and `y`. The function holds a loop
+    per code in `codes` with the code written in as a constant: the compiler sees which
+    scalar function the loop applies, inlines it and (when the steps are 1 at run time)
+    runs the loop in SIMD lanes, which a loop testing `op` cell by cell cannot do. Other
+    codes get that generic loop. The source is generated, so a new op needs no edit here;
+    all the loops compile as one function (`_zip_line.py_func` shows the source).
+    Positions are never negative: unsigned indices spare Numba's wraparound check.
+    """
+    index = {
+        "x": "a[np.uint64(p + j * a_step)]",
+        "y": "b[np.uint64(q + j * b_step)]",
+    }
+    store = "for j in range(n): out[np.uint64(o + j * o_step)] = "
+    lines = [f"def {name}(op, out, o, o_step, a, p, a_step, b, q, b_step, n):"]
+    for code in codes:
+        lines += [
+            f"    if op == {code}:",
+            f"        {store}{cell.format(op=code, **index)}",
+            "        return",
+        ]
+    lines.append(f"    {store}{cell.format(op='op', **index)}")
+    namespace = {"unary": _called.unary, "binary": _called.binary, "np": np}
+    exec(compile("\n".join(lines), f"<minifw.fast_ops.{name}>", "exec"), namespace)
+    return njit(namespace[name])
+
+
+# Called, not inlined by Numba: LLVM inlines them into each loop of `_op_by_op` once it
+# knows the op code, which is far cheaper to compile than inlining all ops everywhere.
+_called = compile_functions(
+    [operators], operators.KERNEL_FUNCTIONS, njit, replacements={"exp": _simd_math.exp}
+)
+_map_line = _op_by_op("map_line", operators.UNARY_NAMES, "unary({op}, {x})")
+_zip_line = _op_by_op("zip_line", operators.BINARY_NAMES, "binary({op}, {x}, {y})")
+
+
 # BEGIN TASK 3.1
 
 
@@ -106,7 +140,8 @@ def _map(
     Loop::
 
         if out and a are row-major with the same shape:
-            for i in prange(size): out[i] = unary(op, a[i])
+            for chunk in prange(size / CHUNK):       # one loop per op (`_op_by_op`)
+                for i in chunk: out[i] = unary(op, a[i])
         else:
             for task in prange(tasks):             # a run of whole rows of the last dim
                 (index buffers for this task)
@@ -118,8 +153,9 @@ def _map(
     """
     size = _numel(out_shape)
     if _same_dense(out_shape, out_strides, a_shape, a_strides):
-        for i in prange(size):
-            out[i] = unary(op, a[i])
+        for task in prange((size + CHUNK - 1) // CHUNK):
+            start = task * CHUNK
+            _map_line(op, out, start, 1, a, start, 1, a, 0, 0, min(CHUNK, size - start))
         return
     last = out_shape[len(out_shape) - 1] if len(out_shape) else 1
     o_step = _last_step(out_shape, out_shape, out_strides)
@@ -134,8 +170,7 @@ def _map(
             broadcast_index(out_index, out_shape, a_shape, a_index)
             o = index_to_position(out_index, out_strides)
             p = index_to_position(a_index, a_strides)
-            for j in range(last):  # unsigned indices: no wraparound check (see `_fold`)
-                out[np.uint64(o + j * o_step)] = unary(op, a[np.uint64(p + j * a_step)])
+            _map_line(op, out, o, o_step, a, p, a_step, a, 0, 0, last)
 
 
 @njit(parallel=True, cache=True)
@@ -148,7 +183,8 @@ def _zip(
     Loop::
 
         if out, a and b are row-major with the same shape:
-            for i in prange(size): out[i] = binary(op, a[i], b[i])
+            for chunk in prange(size / CHUNK):       # one loop per op (`_op_by_op`)
+                for i in chunk: out[i] = binary(op, a[i], b[i])
         else:
             for task in prange(tasks):             # a run of whole rows of the last dim
                 (index buffers for this task)
@@ -164,8 +200,9 @@ def _zip(
     if _same_dense(out_shape, out_strides, a_shape, a_strides) and _same_dense(
         out_shape, out_strides, b_shape, b_strides
     ):
-        for i in prange(size):
-            out[i] = binary(op, a[i], b[i])
+        for task in prange((size + CHUNK - 1) // CHUNK):
+            start = task * CHUNK
+            _zip_line(op, out, start, 1, a, start, 1, b, start, 1, min(CHUNK, size - start))
         return
     last = out_shape[len(out_shape) - 1] if len(out_shape) else 1
     o_step = _last_step(out_shape, out_shape, out_strides)
@@ -184,9 +221,7 @@ def _zip(
             o = index_to_position(out_index, out_strides)
             p = index_to_position(a_index, a_strides)
             q = index_to_position(b_index, b_strides)
-            for j in range(last):
-                x, y = a[np.uint64(p + j * a_step)], b[np.uint64(q + j * b_step)]
-                out[np.uint64(o + j * o_step)] = binary(op, x, y)
+            _zip_line(op, out, o, o_step, a, p, a_step, b, q, b_step, last)
 
 
 @njit(inline="always", fastmath=SUM_MATH)
@@ -294,148 +329,12 @@ def _reduce_across(
 
 # END TASK 3.1
 
-# BEGIN TASK 3.2
 
-
-@njit(parallel=True, cache=True)
-def _k_major(src: Any, shape: Any, strides: Any, line_dim: int, k_dim: int) -> Any:
-    """A copy of 3-D `src` in which each line (a row of a, a column of b) is k-contiguous.
-
-    Loop::
-
-        for (n, line block, k block) in prange(blocks):     # BLOCK x BLOCK each
-            for line in line block: for k in k block:
-                copy[n, line, k] = src[n, line, k]          # read with src's strides
-
-    `line_dim` and `k_dim` say which of dims 1, 2 hold lines and k. Square blocks keep
-    both the strided reads and the contiguous writes in cache. Invariants: main loop
-    parallel; no allocation in it; each copy cell written once; a batch of 1 copied once.
-    """
-    batches, lines, depth = shape[0], shape[line_dim], shape[k_dim]
-    l_step, k_step = strides[line_dim], strides[k_dim]
-    copy = np.empty(batches * lines * depth, src.dtype)
-    l_blocks, k_blocks = (lines + BLOCK - 1) // BLOCK, (depth + BLOCK - 1) // BLOCK
-    for task in prange(batches * l_blocks * k_blocks):
-        n, rest = task // (l_blocks * k_blocks), task % (l_blocks * k_blocks)
-        l0, k0 = (rest // k_blocks) * BLOCK, (rest % k_blocks) * BLOCK
-        for line in range(l0, min(lines, l0 + BLOCK)):
-            s = n * strides[0] + line * l_step
-            d = (n * lines + line) * depth
-            for k in range(k0, min(depth, k0 + BLOCK)):
-                copy[d + k] = src[s + k * k_step]
-    return copy
-
-
-@njit(inline="always", fastmath=SUM_MATH)
-def _micro_4x4(
-    x: Any, xo: int, x_row: int, y: Any, yo: int, y_row: int, kc: int, acc: Any, at: int
-) -> None:
-    """acc[at + r * TILE_J + c] += sum_k x[xo + r*x_row + k] * y[yo + c*y_row + k], r, c < 4.
-
-    Sixteen dot products at once over k-contiguous lines: each value loaded feeds
-    four multiply-adds and the sixteen sums stay in registers (LLVM vectorises the
-    k loop, `reassoc` letting it split each sum across SIMD lanes). The lines are
-    slices, so indexing needs no negative-index check. No allocation.
-    """
-    zero = acc.dtype.type(0)
-    s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = zero
-    s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = zero
-    x0, x1 = x[xo : xo + kc], x[xo + x_row : xo + x_row + kc]
-    x2, x3 = x[xo + 2 * x_row : xo + 2 * x_row + kc], x[xo + 3 * x_row : xo + 3 * x_row + kc]
-    y0, y1 = y[yo : yo + kc], y[yo + y_row : yo + y_row + kc]
-    y2, y3 = y[yo + 2 * y_row : yo + 2 * y_row + kc], y[yo + 3 * y_row : yo + 3 * y_row + kc]
-    for k in range(kc):
-        a0, a1, a2, a3, b0, b1, b2, b3 = x0[k], x1[k], x2[k], x3[k], y0[k], y1[k], y2[k], y3[k]
-        s00 += a0 * b0; s01 += a0 * b1; s02 += a0 * b2; s03 += a0 * b3  # fmt: skip # noqa: E702
-        s10 += a1 * b0; s11 += a1 * b1; s12 += a1 * b2; s13 += a1 * b3  # fmt: skip # noqa: E702
-        s20 += a2 * b0; s21 += a2 * b1; s22 += a2 * b2; s23 += a2 * b3  # fmt: skip # noqa: E702
-        s30 += a3 * b0; s31 += a3 * b1; s32 += a3 * b2; s33 += a3 * b3  # fmt: skip # noqa: E702
-    for r, (c0, c1, c2, c3) in enumerate(
-        ((s00, s01, s02, s03), (s10, s11, s12, s13), (s20, s21, s22, s23), (s30, s31, s32, s33))
-    ):
-        row = at + r * TILE_J
-        acc[row] += c0; acc[row + 1] += c1; acc[row + 2] += c2; acc[row + 3] += c3  # fmt: skip # noqa: E702
-
-
-@njit(inline="always", fastmath=SUM_MATH)
-def _tile(
-    x: Any, xo: int, x_row: int, y: Any, yo: int, y_row: int, h: int, w: int, kc: int, acc: Any
-) -> None:
-    """acc[i * TILE_J + j] += sum_k x[xo + i*x_row + k] * y[yo + j*y_row + k], i < h, j < w.
-
-    4 x 4 register tiles where they fit, single dot products on the ragged edge.
-    No allocation; every inner loop is contiguous.
-    """
-    h4, w4 = h - h % 4, w - w % 4
-    for i in range(0, h4, 4):
-        for j in range(0, w4, 4):
-            _micro_4x4(x, xo + i * x_row, x_row, y, yo + j * y_row, y_row, kc, acc, i * TILE_J + j)
-    for i in range(h):
-        row = x[xo + i * x_row : xo + i * x_row + kc]
-        for j in range(w4 if i < h4 else 0, w):
-            col = y[yo + j * y_row : yo + j * y_row + kc]
-            s = acc.dtype.type(0)
-            for k in range(kc):
-                s += row[k] * col[k]
-            acc[i * TILE_J + j] += s
-
-
-@njit(parallel=True, cache=True, fastmath=SUM_MATH)
-def _matmul(
-    out: Any, out_shape: Any, out_strides: Any,
-    a: Any, a_shape: Any, a_strides: Any, b: Any, b_shape: Any, b_strides: Any,
-) -> None:  # fmt: skip
-    """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j], tiled; a batch of size 1 broadcasts.
-
-    Needs k-contiguous operands, a_strides[2] == 1 == b_strides[1]: the rows of a and
-    the columns of b are contiguous lines (`FastOps.matmul` copies an operand if not).
-
-    Loop::
-
-        for (n, ti, tj) in prange(batches * row_tiles * col_tiles):
-            acc = 0                                # TILE_I x TILE_J, thread-local
-            for k0 in range(0, depth, TILE_K):     # rows of a and columns of b, in blocks
-                acc += a[n, ti, k0:k0+kc] @ b[n, k0:k0+kc, tj]   # 4 x 4 register tiles
-            out[n, ti, tj] = acc
-
-    Invariants: main loop parallel over output tiles; acc thread-local; no allocation
-    or call in the inner loops; each out cell written once.
-    """
-    batches, rows, cols, depth = out_shape[0], out_shape[1], out_shape[2], a_shape[2]
-    x_n, x_row = a_strides[0] if a_shape[0] > 1 else 0, a_strides[1]
-    y_n, y_row = b_strides[0] if b_shape[0] > 1 else 0, b_strides[2]
-    row_tiles, col_tiles = (rows + TILE_I - 1) // TILE_I, (cols + TILE_J - 1) // TILE_J
-    for task in prange(batches * row_tiles * col_tiles):
-        n, rest = task // (row_tiles * col_tiles), task % (row_tiles * col_tiles)
-        i0, j0 = (rest // col_tiles) * TILE_I, (rest % col_tiles) * TILE_J
-        h, w = min(TILE_I, rows - i0), min(TILE_J, cols - j0)
-        acc = np.zeros(TILE_I * TILE_J, out.dtype)
-        for k0 in range(0, depth, TILE_K):
-            xo, yo = n * x_n + i0 * x_row + k0, n * y_n + j0 * y_row + k0
-            _tile(a, xo, x_row, b, yo, y_row, h, w, min(TILE_K, depth - k0), acc)
-        o = n * out_strides[0] + i0 * out_strides[1] + j0 * out_strides[2]
-        for i in range(h):
-            for j in range(w):
-                out[o + i * out_strides[1] + j * out_strides[2]] = acc[i * TILE_J + j]
-
-
-# END TASK 3.2
-
-
-def _serial(kernel: Any) -> Any:
-    """`kernel` compiled again without `parallel` (prange runs as range), cached apart."""
-    fn = getattr(kernel, "py_func", None)
-    if fn is None:  # NUMBA_DISABLE_JIT: kernels are plain Python already
-        return kernel
-    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial")
-    twin.__qualname__ = fn.__qualname__ + "_serial"  # its own cache file
-    options = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython")}
-    return njit(twin, cache=True, **options)
-
-
-_map_serial, _zip_serial = _serial(_map), _serial(_zip)
-_reduce_along_serial, _reduce_across_serial = _serial(_reduce_along), _serial(_reduce_across)
-_matmul_serial, _k_major_serial = _serial(_matmul), _serial(_k_major)
+_map_serial, _zip_serial = serial_twin(_map), serial_twin(_zip)
+_reduce_along_serial, _reduce_across_serial = (
+    serial_twin(_reduce_along),
+    serial_twin(_reduce_across),
+)
 
 
 class FastOps(HostStorage):
@@ -488,27 +387,10 @@ class FastOps(HostStorage):
     ) -> None:  # fmt: skip
         """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] over 3-D operands; batch dims broadcast.
 
-        An operand whose k dim is strided (b in `x @ w`, a in `x.T @ g`) is first copied
-        by `_k_major`; row-major `x` and a transposed `w.T` are read where they are.
+        The tiled kernel lives in `fast_matmul.py`.
         """
         parallel = out.size * int(a_shape[2]) // 8 >= cls.parallel_from
-        a, a_strides = _k_contiguous(a, a_shape, a_strides, 2, parallel)
-        b, b_strides = _k_contiguous(b, b_shape, b_strides, 1, parallel)
-        kernel = _matmul if parallel else _matmul_serial
-        kernel(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
-
-
-def _k_contiguous(
-    x: Storage, shape: Index, strides: Index, k_dim: int, parallel: bool
-) -> tuple[Storage, Index]:
-    """`x` and its strides if dim `k_dim` has stride 1, else a copy in which it has."""
-    if strides[k_dim] == 1 or shape[k_dim] == 1:
-        return x, strides
-    line_dim = 3 - k_dim
-    copy = (_k_major if parallel else _k_major_serial)(x, shape, strides, line_dim, k_dim)
-    new_strides = np.array([shape[1] * shape[2], 0, 0], np.int64)
-    new_strides[line_dim], new_strides[k_dim] = shape[k_dim], 1
-    return copy, new_strides
+        matmul(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides, parallel)
 
 
 __all__ = ["FastOps"]

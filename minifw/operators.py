@@ -90,11 +90,13 @@ def is_close(x: float, y: float) -> float:
 
 
 def sigmoid(x: float) -> float:
-    """Return 1 / (1 + e^-x), computed without overflow for large |x|."""
-    if x >= 0.0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)
+    """Return 1 / (1 + e^-x), computed without overflow for large |x|.
+
+    With z = e^-|x| (never above 1): 1 / (1 + z) for x >= 0, z / (1 + z) below.
+    """
+    z = exp(-abs(x))
+    s = 1.0 / (1.0 + z)
+    return s if x >= 0.0 else z * s
 
 
 def relu(x: float) -> float:

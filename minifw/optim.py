@@ -33,8 +33,9 @@ def _tensor(param: ParamLike) -> Tensor:
 def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
     """Subtract grad * lr from param in place (under no_grad), rounding as `sub_` does.
 
-    When both are float tensors of one dtype, backend and shape, the two products go
-    straight to the backend's launches (no autograd bookkeeping); otherwise `sub_`.
+    When both are float tensors of one dtype, backend and shape, this is two launches
+    straight on the backend (no autograd bookkeeping): grad * lr, then param - that,
+    written into param's own cells; otherwise `sub_`.
     """
     dtype = param.dtype
     if (
@@ -47,7 +48,7 @@ def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
         return
     backend = param.backend
     scaled = backend.zip(ops.MUL, grad._data, grad._scalar_like(lr)._data)
-    backend.copy_into(param._data, backend.zip(ops.SUB, param._data, scaled))
+    backend.zip(ops.SUB, param._data, scaled, out=param._data)
     param._bump_version()
 
 

@@ -80,8 +80,9 @@ def distinct_cells(data: TensorData) -> int:
 def launch_flops(launch: Launch) -> int:
     """The FLOPs of a launch under the rules in this module's docstring."""
     kind = launch.kind
-    if kind in ("map", "map_into", "zip"):
-        return 0 if kind != "zip" and launch.op == operators.ID else launch.outs[0].size
+    if kind in ("map", "map_into", "zip", "zip_into"):
+        is_copy = kind in ("map", "map_into") and launch.op == operators.ID
+        return 0 if is_copy else launch.outs[0].size
     if kind == "fused":
         return sum(1 for op in launch.fused_ops if op != operators.ID) * launch.outs[0].size
     if kind == "reduce":

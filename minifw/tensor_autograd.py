@@ -12,12 +12,12 @@ and its inputs); a leaf has none. `backward` hands the graph to the engine of
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import operators as ops
-from .autodiff import History, backpropagate
-from .tensor_functions import is_tensor
+from .autodiff import History, backpropagate, no_grad
+from .tensor_functions import FunctionCtx, is_tensor
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -27,6 +27,69 @@ _NOT_LEAF = (
     "computed variable in a subgraph that doesn't require differentiation use "
     "var_no_grad = var.detach()."
 )
+
+
+# BEGIN grad hook (graph capture, installed from layer 7)
+# None, or hook(leaf, added): called after a backward sets a leaf's `.grad` (added is
+# False) or adds to it (added True), so a capture knows which leaves it wrote.
+_grad_hook: list[Any] = [None]
+# END grad hook
+
+
+class Gradient:
+    """A gradient on its way through backpropagation, and whether only the engine holds it.
+
+    `owned` is True for a tensor that a kernel made during this backward pass and that
+    nothing else refers to: a leaf may keep it as its `.grad` without a copy. The sum
+    of two gradients (a value used twice) is a new, owned one.
+    """
+
+    __slots__ = ("tensor", "owned")
+
+    def __init__(self, tensor: Tensor, owned: bool = False) -> None:
+        self.tensor = tensor
+        self.owned = owned
+
+    def __add__(self, other: Any) -> Gradient:
+        mine = self.tensor
+        theirs = other.tensor if isinstance(other, Gradient) else other
+        if mine.shape == theirs.shape and mine.dtype is theirs.dtype:
+            return Gradient(mine._zip(ops.ADD, theirs), owned=True)
+        with no_grad():
+            return Gradient(mine + theirs, owned=True)
+
+
+def owned_gradients(
+    history: History, inputs: Sequence[Any], grad: Tensor, pairs: list[tuple[Any, Tensor]]
+) -> list[tuple[Any, Gradient]]:
+    """Wrap the gradients a node's backward returned, marking those a leaf may keep as is.
+
+    Owned: the Function promises `fresh_grads`, the input is a leaf, and the tensor is
+    the whole of its storage, which is not the storage of the incoming gradient, of an
+    input, of a saved tensor, or of another returned gradient.
+    """
+    if not history.last_fn.fresh_grads or all(v.history is not None for v, _ in pairs):
+        return [(value, Gradient(g)) for value, g in pairs]
+    ctx = history.ctx
+    saved = ctx.saved_values if isinstance(ctx, FunctionCtx) else ()
+    held = {id(grad._data.base)}
+    held.update(id(v._data.base) for v in (*inputs, *saved) if is_tensor(v))
+    bases = [id(g._data.base) for _, g in pairs]
+    wrapped = []
+    for (value, g), base in zip(pairs, bases, strict=True):
+        alone = base not in held and bases.count(base) == 1
+        owned = alone and value.history is None and _spans_its_storage(g)
+        wrapped.append((value, Gradient(g, owned)))
+    return wrapped
+
+
+def _spans_its_storage(t: Tensor) -> bool:
+    """True when `t` is the row-major view of all of its storage, from cell 0."""
+    data = t._data
+    cells = getattr(data.base, "size", None)
+    if cells is None:
+        cells = len(data.base)
+    return data.offset == 0 and data.size == cells and data.is_contiguous()
 
 
 def recorded_inputs(history: History) -> list[Any]:
@@ -193,22 +256,34 @@ class AutogradMixin:
         assert self.history is not None
         return [x for x in recorded_inputs(self.history) if is_tensor(x)]
 
-    def chain_rule(self: Tensor, d_output: Tensor) -> list[tuple[Tensor, Tensor]]:
-        """Each input paired with its gradient."""
-        d_output = self._run_hooks(d_output)
+    def chain_rule(self: Tensor, d_output: Any) -> list[tuple[Tensor, Gradient]]:
+        """Each input paired with its gradient (a `Gradient`)."""
+        grad = d_output.tensor if isinstance(d_output, Gradient) else d_output
+        grad = self._run_hooks(grad)
         if self._retains_grad:
-            self._accumulate(d_output)
+            self._accumulate(grad)
         h = self.history
         assert h is not None and h.ctx is not None
-        return h.last_fn.chain_rule(h.ctx, recorded_inputs(h), d_output)  # type: ignore[no-any-return]
+        inputs = recorded_inputs(h)
+        pairs = h.last_fn.chain_rule(h.ctx, inputs, grad)
+        return owned_gradients(h, inputs, grad, pairs)
 
-    def accumulate_derivative(self: Tensor, x: Tensor) -> None:
-        """Add `x` to `.grad` (leaves only)."""
-        self._accumulate(self._run_hooks(x))
+    def accumulate_derivative(self: Tensor, x: Any) -> None:
+        """Add `x` (a tensor or a `Gradient`) to `.grad` (leaves only)."""
+        owned = isinstance(x, Gradient) and x.owned and not self._hooks
+        grad = x.tensor if isinstance(x, Gradient) else x
+        added = self.grad is not None
+        self._accumulate(self._run_hooks(grad), owned)
+        if _grad_hook[0] is not None:
+            _grad_hook[0](self, added)
 
-    def _accumulate(self: Tensor, x: Tensor) -> None:
+    def _accumulate(self: Tensor, x: Tensor, owned: bool = False) -> None:
+        """Add `x` to `.grad`; a first gradient is copied unless `owned` (see `Gradient`)."""
         x = x.detach()
-        self.grad = x._copy() if self.grad is None else self.grad._zip(ops.ADD, x)
+        if self.grad is not None:
+            self.grad = self.grad._zip(ops.ADD, x)
+        else:
+            self.grad = x if owned else x._copy()
 
     def _run_hooks(self: Tensor, grad: Tensor) -> Tensor:
         for hook in list(self._hooks):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import operators as ops
-from .autodiff import Context, History, _grad_mode, no_grad
+from .autodiff import Context, History, _grad_mode
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -74,7 +74,14 @@ class Function:
 
     Subclass with static `forward(ctx, *args)` and `backward(ctx, grad_output)` and
     call `.apply(*args)`, as with `torch.autograd.Function`.
+
+    `fresh_grads = True` promises that backward returns only tensors it computed with
+    its own launches, the incoming gradient, or views of that gradient, of the inputs
+    or of saved tensors, and keeps no reference to them: a leaf may then keep a fresh
+    gradient as its `.grad` uncopied (see `tensor_autograd.owned_gradients`).
     """
+
+    fresh_grads: bool = False
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any) -> Any:
@@ -89,16 +96,19 @@ class Function:
     @classmethod
     def apply(cls, *args: Any) -> Tensor:
         """Run forward; record the op for autograd when an input requires grad."""
-        flags = [getattr(a, "_is_minifw_tensor", False) is True for a in args]
-        needs = tuple(
-            flag and (a._requires_grad or a.history is not None)
-            for flag, a in zip(flags, args, strict=True)
-        )
+        needs: list[bool] = []
+        histories: list[History | None] = []
+        for a in args:
+            if getattr(a, "_is_minifw_tensor", False) is True:
+                history = a.history
+                needs.append(history is not None or a._requires_grad)
+                histories.append(history)
+            else:
+                needs.append(False)
+                histories.append(None)
         ctx = FunctionCtx()
-        ctx.needs_input_grad = needs
-        ctx.input_histories = tuple(
-            a.history if flag else None for flag, a in zip(flags, args, strict=True)
-        )
+        ctx.needs_input_grad = tuple(needs)
+        ctx.input_histories = tuple(histories)
         mode = _grad_mode.enabled
         _grad_mode.enabled = False
         try:
@@ -118,10 +128,14 @@ class Function:
         return out  # type: ignore[no-any-return]
 
     @classmethod
-    def chain_rule(cls, ctx: FunctionCtx, inputs: Sequence[Any], grad: Tensor) -> list[Any]:
+    def chain_rule(
+        cls, ctx: FunctionCtx, inputs: Sequence[Any], grad: Tensor
+    ) -> list[tuple[Any, Tensor]]:
         """Pair each input that requires grad with its gradient, shaped like the input."""
         ctx.check_alive()
-        with no_grad():
+        mode = _grad_mode.enabled
+        _grad_mode.enabled = False
+        try:
             grads = cls.backward(ctx, grad)
             if not isinstance(grads, tuple):
                 grads = (grads,)
@@ -140,6 +154,8 @@ class Function:
                     _check_grad_shape(cls.__name__, i, g.shape, value.shape)
                     g = sum_to_shape(g, value.shape)
                 pairs.append((value, g if g.dtype is value.dtype else g.to(value.dtype)))
+        finally:
+            _grad_mode.enabled = mode
         return pairs
 
 
@@ -172,6 +188,8 @@ def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 class Elementwise(Function):
     """f(a) cell by cell; its derivative rule is the binary op `back(a, grad)`."""
+
+    fresh_grads = True
 
     op: int = ops.ID
     back: int = ops.ID
@@ -246,6 +264,8 @@ class Reciprocal(Elementwise):
 class Neg(Function):
     """-a."""
 
+    fresh_grads = True
+
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor) -> Tensor:
@@ -265,6 +285,8 @@ class Neg(Function):
 
 class Add(Function):
     """a + b (broadcasting)."""
+
+    fresh_grads = True
 
     # BEGIN TASK 2.3
     @staticmethod
@@ -286,6 +308,8 @@ class Add(Function):
 class Sub(Function):
     """a - b (broadcasting)."""
 
+    fresh_grads = True
+
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
@@ -305,6 +329,8 @@ class Sub(Function):
 
 class Mul(Function):
     """a * b (broadcasting)."""
+
+    fresh_grads = True
 
     # BEGIN TASK 2.3
     @staticmethod
@@ -332,6 +358,8 @@ class Mul(Function):
 class Div(Function):
     """a / b (broadcasting)."""
 
+    fresh_grads = True
+
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
@@ -356,6 +384,8 @@ class Div(Function):
 
 class Pow(Function):
     """a ** p for a number p."""
+
+    fresh_grads = True
 
     # BEGIN TASK 2.3
     @staticmethod
@@ -382,6 +412,8 @@ class Pow(Function):
 
 class MatMul(Function):
     """a @ b with PyTorch's 1-D, 2-D and batched rules."""
+
+    fresh_grads = True
 
     # BEGIN TASK 2.3
     @staticmethod

@@ -30,7 +30,8 @@ REDUCE_OPS = {
 
 # BEGIN launch hook (issue 8: profiler and graph capture, installed from layer 7)
 # None, or hook(backend, kind, op, out, inputs, dim): it must run the kernel itself
-# (kind "map", "map_into", "zip", "reduce", "matmul") or just observe ("to_host").
+# (kind "map", "map_into", "zip", "zip_into", "reduce", "matmul") or just observe
+# ("to_host").
 # Each launch reads the slot once, so with nobody listening it costs one check.
 _launch_hook: list[Any] = [None]
 # END launch hook
@@ -151,20 +152,47 @@ class TensorBackend:
                 hook(self, kind, op, out, (a,), -1)
         return out
 
-    def zip(self, op: int, a: TensorData, b: TensorData, out_dtype: Any = None) -> TensorData:
-        """Apply binary `op` cell by cell to `a` and `b` broadcast together."""
+    def zip(
+        self,
+        op: int,
+        a: TensorData,
+        b: TensorData,
+        out_dtype: Any = None,
+        out: TensorData | None = None,
+    ) -> TensorData:
+        """Apply binary `op` cell by cell to `a` and `b` broadcast together.
+
+        With `out`, the result is written into its cells instead of a new buffer: `out`
+        must be on this device, writable, of the result dtype, and of the shape that a,
+        b and out broadcast to. It may share cells with an input only by being that very
+        input (same cells, same layout: `a = a op b` in place); any other overlap raises,
+        since a kernel would read cells it has already overwritten.
+        """
         self._check_device("zip", a, b)
         dtype = a._storage.dtype
         if dtype != b._storage.dtype:
             _check_same_dtype("zip", _dtype(a), _dtype(b))
         shape = a.shape if a.shape == b.shape else shape_broadcast(a.shape, b.shape)
-        out = self.empty(shape, out_dtype or dtype)
+        kind = "zip"  # launch hook
+        if out is None:
+            out = self.empty(shape, out_dtype or dtype)
+        else:
+            kind = "zip_into"  # launch hook
+            self._check_device("zip", out)
+            _check_writable(out)
+            _check_same_dtype("zip", _dtype(out), np.dtype(out_dtype or dtype))
+            if shape != out.shape and shape_broadcast(shape, out.shape) != out.shape:
+                raise RuntimeError(
+                    f"output with shape {out.shape} doesn't match the broadcast shape "
+                    f"{shape_broadcast(shape, out.shape)} (inputs {a.shape} and {b.shape})"
+                )
+            _check_no_overlap("zip", out, (a, b))
         if out.size:
             hook = _launch_hook[0]
             if hook is None:
                 self.ops.zip(op, *out.tuple(), *a.tuple(), *b.tuple())
             else:
-                hook(self, "zip", op, out, (a, b), -1)
+                hook(self, kind, op, out, (a, b), -1)
         return out
 
     def reduce(self, op: int, a: TensorData, dim: int) -> TensorData:
@@ -311,6 +339,52 @@ def _check_same_dtype(what: str, first: Any, second: Any) -> None:
     if first != second:
         raise RuntimeError(f"{what}: expected both operands to have the same dtype, "
                            f"but got {first} and {second}")  # fmt: skip
+
+
+def _extent(data: TensorData) -> tuple[tuple[Any, ...], int, int]:
+    """(layout, first unit, last unit) of the memory that `data` spans.
+
+    Units are absolute bytes for host arrays (so two arrays over one buffer compare)
+    and cells of the storage otherwise; size-1 dims do not count in the layout.
+    """
+    base = data.base
+    unit, start = 1, 0
+    if isinstance(base, np.ndarray):
+        unit, start = base.itemsize, int(base.__array_interface__["data"][0])
+    first = low = high = start + data.offset * unit
+    for size, stride in zip(data.shape, data.strides, strict=True):
+        step = (size - 1) * stride * unit
+        high, low = (high + step, low) if step > 0 else (high, low + step)
+    steps = tuple(
+        st * unit if n != 1 else 0 for n, st in zip(data.shape, data.strides, strict=True)
+    )
+    layout = (first, unit, data.shape, steps)
+    return layout, low, high + unit - 1
+
+
+def _check_no_overlap(what: str, out: TensorData, inputs: tuple[TensorData, ...]) -> None:
+    """Raise if `out` may share memory with an input without being exactly that input."""
+    for name, x in zip("ab", inputs, strict=False):
+        if x.base is out.base:
+            if (x.offset, x.shape, x.strides) == (out.offset, out.shape, out.strides):
+                continue
+        elif not (
+            isinstance(x.base, np.ndarray)
+            and isinstance(out.base, np.ndarray)
+            and np.may_share_memory(x.base, out.base)
+        ):
+            continue
+        (x_layout, x_low, x_high), (o_layout, o_low, o_high) = _extent(x), _extent(out)
+        if not x.size or not out.size or x_layout == o_layout:
+            continue
+        if x_high < o_low or o_high < x_low:
+            continue
+        raise RuntimeError(
+            f"{what}: the output (shape {out.shape}, strides {out.strides}, offset "
+            f"{out.offset}) overlaps input {name} (shape {x.shape}, strides {x.strides}, "
+            f"offset {x.offset}) without being the same cells in the same layout; write "
+            "into a separate tensor, or into that input itself"
+        )
 
 
 def _check_writable(out: TensorData) -> None:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from minifw import fast_ops  # noqa: E402
+from minifw import fast_matmul, fast_ops  # noqa: E402
 from minifw import operators as ops  # noqa: E402
 from minifw.tensor_data import TensorData  # noqa: E402
 
@@ -55,9 +55,9 @@ def runs() -> dict[str, tuple[Any, Callable[[], None]]]:
         "reduce_across": (fast_ops._reduce_across,
                           lambda: fast_ops._reduce_across(ops.ADD, *col_out.tuple(),
                                                           *_triple(x), 0)),
-        "k_major": (fast_ops._k_major, lambda: fast_ops._k_major(*_triple(b), 2, 1)),
-        "matmul": (fast_ops._matmul,
-                   lambda: fast_ops._matmul(*mm_out.tuple(), *_triple(a), *b_cols.tuple())),
+        "k_major": (fast_matmul._k_major, lambda: fast_matmul._k_major(*_triple(b), 2, 1)),
+        "matmul": (fast_matmul._matmul,
+                   lambda: fast_matmul._matmul(*mm_out.tuple(), *_triple(a), *b_cols.tuple())),
     }  # fmt: skip
 
 

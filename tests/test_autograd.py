@@ -306,3 +306,136 @@ def test_long_chains_do_not_hit_the_recursion_limit() -> None:
     y.sum().backward()
     assert x.grad is not None and x.grad.tolist() == [1.0]
     assert np.isfinite(x.grad.numpy()).all()
+
+
+# A leaf keeps a gradient computed during the backward without a copy, unless anything
+# else can hold that tensor: every case below must still copy (no aliasing).
+
+
+def _launches(fn: Any) -> list[str]:
+    with mf.profiler.profile() as prof:
+        fn()
+    return [e.name for e in prof.events]
+
+
+def _same_storage(a: mf.Tensor, b: mf.Tensor) -> bool:
+    return a._data.base is b._data.base
+
+
+def test_a_fresh_gradient_becomes_the_leaf_grad_without_a_copy() -> None:
+    x = mf.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = mf.tensor([2.0, 3.0, 4.0])
+    assert "copy" not in _launches(lambda: (x * w).sum().backward())
+    assert x.grad is not None and x.grad.tolist() == [2.0, 3.0, 4.0]
+    x.grad = None
+    assert "copy" not in _launches(lambda: (x * x).sum().backward())  # two parts, summed
+    assert x.grad is not None and x.grad.tolist() == [2.0, 4.0, 6.0]
+
+
+def test_one_upstream_gradient_fed_to_two_leaves_through_add_is_copied_for_each() -> None:
+    a = mf.tensor([1.0, 2.0], requires_grad=True)
+    b = mf.tensor([3.0, 4.0], requires_grad=True)
+    g = mf.tensor([5.0, 6.0])
+    (a + b).backward(g)
+    assert a.grad is not None and b.grad is not None
+    assert not _same_storage(a.grad, b.grad) and not _same_storage(a.grad, g)
+    a.grad.zero_()
+    assert b.grad.tolist() == [5.0, 6.0] and g.tolist() == [5.0, 6.0]
+
+
+def test_the_gradient_argument_passed_through_is_copied() -> None:
+    x = mf.tensor([1.0, 2.0], requires_grad=True)
+    g = mf.tensor([3.0, 4.0])
+    (x + 0.0).backward(g)  # Add hands g itself on to x
+    assert x.grad is not None and not _same_storage(x.grad, g)
+    g.mul_(10.0)
+    assert x.grad.tolist() == [3.0, 4.0]
+    mf.optim.SGD([x], lr=0.1).zero_grad(set_to_none=False)
+    assert x.grad.tolist() == [0.0, 0.0] and g.tolist() == [30.0, 40.0]
+    x.grad = None
+    x.backward(g)  # the leaf itself is the root
+    assert x.grad is not None and not _same_storage(x.grad, g)
+
+
+def test_gradients_that_hooks_see_or_return_are_copied() -> None:
+    x = mf.tensor([1.0, 2.0], requires_grad=True)
+    kept = mf.tensor([7.0, 8.0])
+    handle = x.register_hook(lambda g: kept)
+    (x * 2.0).sum().backward()
+    assert x.grad is not None and not _same_storage(x.grad, kept)
+    handle.remove()
+    seen: list[mf.Tensor] = []
+    x.grad = None
+    x.register_hook(seen.append)  # looks at the fresh gradient and keeps it
+    (x * 3.0).sum().backward()
+    assert x.grad is not None and not _same_storage(x.grad, seen[0])
+    x.grad.zero_()
+    assert seen[0].tolist() == [3.0, 3.0]
+    y = mf.tensor([1.0, 2.0], requires_grad=True)
+    z = y * 1.0
+    z.register_hook(lambda g: kept)  # a non-leaf hook's tensor passes through Add to y
+    (z + 0.0).sum().backward()
+    assert y.grad is not None and not _same_storage(y.grad, kept)
+
+
+def test_a_retained_gradient_and_the_leaf_gradient_do_not_share_storage() -> None:
+    x = mf.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2.0
+    y.retain_grad()
+    (y + 0.0).backward(mf.tensor([1.0, 1.0]))
+    assert x.grad is not None and y.grad is not None
+    assert not _same_storage(x.grad, y.grad)
+
+
+def test_gradients_a_function_may_share_are_copied() -> None:
+    stash = mf.tensor([9.0, 9.0])
+
+    class Global(Function):  # not marked fresh_grads: whatever it returns is copied
+        @staticmethod
+        def forward(ctx: FunctionCtx, a: mf.Tensor) -> mf.Tensor:
+            return a * 1.0
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, grad: mf.Tensor) -> mf.Tensor:
+            return stash
+
+    class Twice(Function):  # fresh_grads, but one tensor returned for both inputs
+        fresh_grads = True
+
+        @staticmethod
+        def forward(ctx: FunctionCtx, a: mf.Tensor, b: mf.Tensor) -> mf.Tensor:
+            ctx.save_for_backward(a)
+            return a + b
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, grad: mf.Tensor) -> tuple[mf.Tensor, mf.Tensor]:
+            fresh = grad * 2.0
+            return fresh, fresh
+
+    class Saved(Function):  # fresh_grads, but it hands back a saved tensor / a view
+        fresh_grads = True
+
+        @staticmethod
+        def forward(ctx: FunctionCtx, a: mf.Tensor, b: mf.Tensor) -> mf.Tensor:
+            ctx.save_for_backward(b)
+            return a * 1.0
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, grad: mf.Tensor) -> tuple[mf.Tensor, None]:
+            (b,) = ctx.saved_tensors
+            return b[1:], None
+
+    x = mf.tensor([1.0, 2.0], requires_grad=True)
+    Global.apply(x).sum().backward()
+    assert x.grad is not None and not _same_storage(x.grad, stash)
+    a = mf.tensor([1.0, 2.0], requires_grad=True)
+    b = mf.tensor([3.0, 4.0], requires_grad=True)
+    Twice.apply(a, b).sum().backward()
+    assert a.grad is not None and b.grad is not None and not _same_storage(a.grad, b.grad)
+    a.grad.zero_()
+    assert b.grad.tolist() == [2.0, 2.0]
+    c = mf.tensor([5.0], requires_grad=True)
+    saved = mf.tensor([6.0, 7.0])
+    Saved.apply(c, saved).sum().backward()
+    assert c.grad is not None and not _same_storage(c.grad, saved)
+    assert c.grad.tolist() == [7.0]

@@ -319,3 +319,47 @@ def test_cuda_backend_replays_without_fusion():
     assert loss.item() == pytest.approx(9.0)
     assert x.grad.cpu().tolist() == [[2.0, 0.0], [2.0, 2.0]]
     assert f.plans()[0].fused == [] and f.stats["replays"] == 1
+
+
+def test_an_in_place_zip_replays_after_the_ops_that_read_the_old_values():
+    from minifw.optim import _sub_scaled
+
+    def update(p, g):
+        before = (p * 3.0).exp()  # reads p before it changes
+        _sub_scaled(p, g, 0.5)  # grad * lr, then p - that written into p ("zip_into")
+        return before, p * 2.0
+
+    rng = np.random.default_rng(5)
+    start = rng.normal(size=(3, 4))
+    p, q = mf.tensor(start), mf.tensor(start.copy())
+    compiled = mf_compile(update)
+    for _ in range(3):
+        g = mf.tensor(rng.normal(size=(3, 4)))
+        version = p._version
+        got, want = compiled(p, g), update(q, g)
+        for mine, theirs in zip(got, want, strict=True):
+            assert_close(mine, theirs)
+        assert_close(p, q)
+        assert p._version == version + 1
+    assert compiled.stats["replays"] == 2
+    (plan,) = compiled.plans()
+    assert "copy" in plan.describe()  # the zip_into replays as a zip and a copy into p
+
+
+def test_leaf_gradients_kept_without_a_copy_are_replayed():
+    def f(x, w):
+        loss = ((x * w).exp() * 0.5).sum()
+        loss.backward()  # x.grad and w.grad are the backward's own (fused) outputs
+        return loss
+
+    compiled = mf_compile(f)
+    rng = np.random.default_rng(6)
+    for _ in range(3):
+        values = rng.normal(size=(2, 3, 4))
+        ours = [mf.tensor(v, requires_grad=True) for v in values]
+        eager = [mf.tensor(v, requires_grad=True) for v in values]
+        assert_close(compiled(*ours), f(*eager))
+        for mine, theirs in zip(ours, eager, strict=True):
+            assert_close(mine.grad, theirs.grad)
+        assert ours[0].grad._data.base is not ours[1].grad._data.base
+    assert compiled.stats["replays"] == 2 and compiled.stats["eager_calls"] == 0

@@ -131,3 +131,25 @@ def test_state_dict_resumes_exactly(make):
     assert fresh[0].tolist() != straight[0].tolist()
     with pytest.raises(ValueError, match="different number of parameter groups"):
         opt2.load_state_dict({"state": {}, "param_groups": []})
+
+
+def test_sgd_updates_a_parameter_in_place_with_two_launches():
+    start = np.arange(6.0).reshape(2, 3)
+    w = mf.tensor(start, requires_grad=True)
+    storage, version = w.detach().numpy(), w._version
+    w.grad = mf.tensor(np.full((2, 3), 2.0))
+    with mf.profiler.profile() as prof:
+        optim.SGD([w], lr=0.25).step()
+    assert [(e.name, e.kind) for e in prof.events] == [("mul", "zip"), ("sub", "zip_into")]
+    assert np.shares_memory(w.detach().numpy(), storage) and w._version == version + 1
+    assert w.tolist() == (start - 0.5).tolist()
+
+
+def test_sgd_updates_a_non_contiguous_parameter_cell_by_cell():
+    values = np.arange(6.0).reshape(3, 2)
+    w = mf.tensor(values).T.detach().requires_grad_()  # a (2, 3) leaf with strides (1, 2)
+    assert not w.is_contiguous()
+    grad = np.arange(6.0).reshape(2, 3) / 10.0
+    w.grad = mf.tensor(grad)
+    optim.SGD([w], lr=0.5).step()
+    np.testing.assert_allclose(w.detach().numpy(), values.T - 0.5 * grad, rtol=0, atol=1e-15)

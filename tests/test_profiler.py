@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import minifw as mf
-from minifw import tensor_ops
+from minifw import operators, tensor_ops
 from minifw.profiler import distinct_cells, profile
 from minifw.tensor_data import TensorData
 
@@ -179,3 +179,15 @@ def test_host_copies_are_reported_without_flops():
     event = _only(prof, "to_host")
     assert (event.flops, event.bytes_read, event.bytes_written) == (0, 8 * 6, 0)
     assert prof.totals().launches == 0
+
+
+def test_a_zip_into_an_existing_tensor_runs_and_counts_like_a_zip():
+    x, y = _t((3, 4), "fast"), _t((3, 4), "fast")
+    expected = (x - y * 2.0).tolist()
+    backend = x.backend
+    with profile() as prof:
+        backend.zip(operators.SUB, x._data, (y * 2.0)._data, out=x._data)
+    sub = _only(prof, "sub")
+    assert sub.kind == "zip_into"
+    assert (sub.flops, sub.bytes_read, sub.bytes_written) == (12, 8 * 24, 8 * 12)
+    assert x.tolist() == expected  # the profiled launch still ran its kernel

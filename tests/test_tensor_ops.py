@@ -106,6 +106,60 @@ def test_zip_of_the_other_binary_codes(
     mt.assert_close(host(backend, out), expected, rtol=1e-12, atol=1e-12)
 
 
+@fixture_ok
+@given(data=st.data())
+def test_zip_writes_into_out_and_only_its_cells(
+    backend: TensorBackend, data: st.DataObject
+) -> None:
+    """zip(out=) into a sliced / permuted out: out = a - b there, the rest of its buffer alone."""
+    shape_a, shape_b = data.draw(mt.broadcastable_shapes())
+    a, b = data.draw(mt.strided(shape=shape_a)), data.draw(mt.strided(shape=shape_b))
+    out = data.draw(out_view(np.broadcast_shapes(shape_a, shape_b)))
+    target = mt.on_backend(out.data, backend)
+    a_data, b_data = mt.on_backend(a.data, backend), mt.on_backend(b.data, backend)
+    assert backend.zip(ops.SUB, a_data, b_data, out=target) is target
+    expected = out.data.base.copy()  # NaN outside the view, as drawn
+    mine = TensorData(expected, out.data.shape, out.data.strides, out.data.offset)
+    for index in mine.indices():
+        mine.set(index, (a.values - b.values)[index])
+    mt.assert_close(backend.ops.to_numpy(target.base), expected, rtol=0, atol=0)
+
+
+@fixture_ok
+@given(data=st.data())
+def test_zip_into_its_own_first_operand_updates_in_place(
+    backend: TensorBackend, data: st.DataObject
+) -> None:
+    """out is a itself (any layout, b broadcast or not): a becomes a * b, cell by cell."""
+    a = data.draw(mt.strided(layouts=("contiguous", "permuted", "sliced")))
+    small = data.draw(st.integers(0, len(a.values.shape)))
+    b = data.draw(mt.strided(shape=a.values.shape[small:]))
+    expected = a.values * b.values  # before the zip: on the CPU a.values is a's storage
+    a_data = mt.on_backend(a.data, backend)
+    backend.zip(ops.MUL, a_data, mt.on_backend(b.data, backend), out=a_data)
+    mt.assert_close(host(backend, a_data), expected, rtol=0, atol=0)
+
+
+def test_zip_into_a_view_of_another_array_over_the_same_memory() -> None:
+    """Two host arrays over one buffer: the same cells are allowed, shifted cells are not."""
+    from minifw.backends import get_backend
+
+    fast = get_backend("fast")
+    buffer = np.arange(6.0)
+    out = TensorData(buffer[:], (6,))
+    same = TensorData(buffer.view(), (6,))
+    fast.zip(ops.ADD, same, TensorData(np.ones(6), (6,)), out=out)
+    np.testing.assert_array_equal(buffer, np.arange(6.0) + 1.0)
+    shifted = TensorData(buffer[1:], (5,))
+    with pytest.raises(RuntimeError, match="overlaps input a"):
+        fast.zip(ops.ADD, shifted, TensorData(np.ones(5), (5,)), out=TensorData(buffer[:5], (5,)))
+    np.testing.assert_array_equal(buffer, np.arange(6.0) + 1.0)
+    whole = TensorData(buffer, (6,))  # disjoint cells of one storage are fine
+    fast.zip(ops.MUL, whole.narrow(0, slice(3, 6)), whole.narrow(0, slice(3, 6)),
+             out=whole.narrow(0, slice(0, 3)))  # fmt: skip
+    np.testing.assert_array_equal(buffer, [16.0, 25.0, 36.0, 4.0, 5.0, 6.0])
+
+
 @pytest.mark.parametrize("code", list(REDUCE), ids=lambda c: ops.BINARY_NAMES[c])
 @fixture_ok
 @given(data=st.data())
@@ -213,6 +267,20 @@ def _data(*shape: int, dtype: Any = np.float64) -> TensorData:
         (lambda b: b.matmul(_data(), _data(3)), RuntimeError, "at least 1D"),
         (lambda b: b.zip(ops.ADD, _data(2), TensorData(FakeDeviceArray(2), (2,))),
          RuntimeError, "Expected all tensors to be on the same device"),
+        (lambda b: b.zip(ops.ADD, _data(2, 3), _data(3), out=_data(3)), RuntimeError,
+         r"output with shape \(3,\) doesn't match the broadcast shape \(2, 3\)"),
+        (lambda b: b.zip(ops.ADD, _data(3), _data(3), out=_data(3, dtype=np.float32)),
+         RuntimeError, "same dtype, but got float32 and float64"),
+        (lambda b: b.zip(ops.ADD, _data(3), _data(3), out=_data(3).expand((2, 3))),
+         RuntimeError, "more than one element of the written-to tensor"),
+        (lambda b: b.zip(ops.ADD, _data(2), _data(2), out=TensorData(FakeDeviceArray(2), (2,))),
+         RuntimeError, "Expected all tensors to be on the same device"),
+        (lambda b: _overlapping_zip(b, lambda d: (d.narrow(0, slice(1, 4)), _data(3))),
+         RuntimeError, r"overlaps input a \(shape \(3,\), strides \(1,\), offset 1\)"),
+        (lambda b: _overlapping_zip(b, lambda d: (_data(3), d.narrow(0, slice(2, 5)))),
+         RuntimeError, "overlaps input b"),
+        (lambda b: _overlapping_zip(b, lambda d: (d.narrow(0, slice(0, 1)), _data(3))),
+         RuntimeError, "overlaps input a"),
     ],
 )  # fmt: skip
 def test_launcher_refuses_bad_inputs_before_any_kernel(
@@ -220,6 +288,13 @@ def test_launcher_refuses_bad_inputs_before_any_kernel(
 ) -> None:
     with pytest.raises(error, match=message):
         launch(EXPLODING)
+
+
+def _overlapping_zip(backend: TensorBackend, inputs: Any) -> TensorData:
+    """zip(out=) into cells 0..2 of a buffer with inputs made from the same buffer."""
+    buffer = _data(5)
+    a, b = inputs(buffer)
+    return backend.zip(ops.ADD, a, b, out=buffer.narrow(0, slice(0, 3)))
 
 
 class FakeDeviceArray:

@@ -164,7 +164,7 @@ TASK_INFO = {
     "3.2": TaskInfo(
         "Write the CPU matmul kernel: batch dims broadcast, parallel outer loop, tiled "
         "for the cache, no allocation in the inner loop.",
-        ("minifw/fast_ops.py",),
+        ("minifw/fast_matmul.py",),
         5,
     ),
     "3.3": TaskInfo(

@@ -44,6 +44,7 @@ class _Linear(Function):
     """x @ w.T + b for 2-D x of one dtype and backend: one matmul, one add, one node."""
 
     node_name = "Addmm"
+    fresh_grads = True
 
     @staticmethod
     def forward(  # type: ignore[override]

@@ -1,8 +1,10 @@
 """Functional losses: mse_loss, nll_loss, cross_entropy, binary_cross_entropy.
 
-Class-index targets pick one log-probability per sample with a 0/1 mask built by
-comparing the targets with `arange(C)` (a gather that every backend can run and
-autograd differentiates). `reduction` is "mean", "sum" or "none", as in PyTorch.
+Class-index targets pick one log-probability per sample with a 0/1 mask built on the
+host by comparing the targets with `arange(C)` (a gather that every backend can run
+and autograd differentiates). Without class weights, a "mean" or "sum" loss is one
+`MaskedSum` node: the mask holds -1 (or -1/count) at each picked cell, so the loss
+is one product and one reduction. `reduction` is "mean", "sum" or "none", as in PyTorch.
 """
 
 from __future__ import annotations
@@ -80,6 +82,31 @@ def _class_indices(
 # BEGIN TASK 4.5
 
 
+class MaskedSum(Function):
+    """sum(x * mask) over every cell, for a constant mask: nll_loss's "mean" and "sum"."""
+
+    node_name = "NllLoss"
+    fresh_grads = True
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: FunctionCtx, x: Tensor, mask: Tensor, empty: bool
+    ) -> Tensor:
+        """One product and one reduction over its cells viewed 1-D; nan if `empty`."""
+        ctx.mask = mask
+        if empty:  # a mean over no targets, as PyTorch: nan (and zero gradients)
+            return x._scalar_like(float("nan"))
+        total = x._zip(ops.MUL, mask)._flat()._reduce(ops.ADD, 0)
+        scalar = total._data.view(())
+        assert scalar is not None
+        return total._new(scalar)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
+        """Grad * mask (the 0-dim grad broadcast over the mask)."""
+        return grad._zip(ops.MUL, ctx.mask), None, None
+
+
 def nll_loss(
     input: Tensor,  # noqa: A002
     target: Tensor,
@@ -101,24 +128,35 @@ def nll_loss(
     shape = [1] * input.dim()
     shape[cls] = input.shape[cls]
     # The 0/1 mask is built from the host copy of the targets: one upload, no launches.
-    onehot = np.expand_dims(values, cls) == np.arange(input.shape[cls]).reshape(shape)
+    # Ignored targets become -1, which matches no class.
+    picked = np.where(values == ignore_index, -1, values)[(slice(None),) * cls + (None,)]
+    onehot = picked == np.arange(input.shape[cls]).reshape(shape)
+    if weight is not None and weight.shape != (input.shape[cls],):
+        raise ValueError(
+            f"weight should have one entry per class ({input.shape[cls]}), got {weight.shape}"
+        )
+    count = np.count_nonzero(onehot)
+    fold = reduction != "none" and input.dtype.is_floating_point
+    if fold and (weight is None or (reduction == "mean" and not count)):
+        # One node, two launches: the -1 (and 1 / count for "mean") folded into the mask.
+        # A mean over no targets is nan with zero gradients, as in PyTorch.
+        scale = -1.0 / count if reduction == "mean" and count else -1.0
+        host = np.multiply(onehot, scale, dtype=input.dtype.numpy)
+        mask = input._new(input.backend.from_numpy(host))
+        return MaskedSum.apply(input, mask, reduction == "mean" and not count)
     if weight is not None:
-        if weight.shape != (input.shape[cls],):
-            raise ValueError(
-                f"weight should have one entry per class ({input.shape[cls]}), got {weight.shape}"
-            )
         mask = tensor(onehot, dtype=input.dtype, backend=input.backend)
         mask = mask * weight.to(input.dtype).view(*shape)
-        picked = -(input * mask).sum(cls)
+        losses = -(input * mask).sum(cls)
         if reduction == "mean":
-            return picked.sum() / mask.sum()
-        return _reduce(picked, reduction)
+            return losses.sum() / mask.sum()
+        return _reduce(losses, reduction)
     # -(x * m) summed equals (x * -m) summed exactly (negation never rounds).
     negated = tensor(-onehot.astype(input.dtype.numpy), backend=input.backend)
-    picked = (input * negated).sum(cls)
+    losses = (input * negated).sum(cls)
     if reduction == "mean":
-        return picked.sum() / float(np.count_nonzero(onehot))
-    return _reduce(picked, reduction)
+        return losses.sum() / float(count)
+    return _reduce(losses, reduction)
 
 
 def cross_entropy(

@@ -15,12 +15,12 @@ ROOT = Path(__file__).resolve().parents[2] / "minifw"
 # DESIGN.md's layers: a module imports (at run time) only from its own layer or below.
 LAYERS: dict[int, set[str]] = {
     0: {
-        "operators", "autodiff", "datasets", "dtypes", "random", "_jit", "tensor_repr",
-        "_profile_report", "nn.module", "nn.module_hooks", "nn.module_state",
+        "operators", "autodiff", "datasets", "dtypes", "random", "_jit", "_simd_math",
+        "tensor_repr", "_profile_report", "nn.module", "nn.module_hooks", "nn.module_state",
     },
     1: {"tensor_data", "scalar_functions"},
     2: {"scalar", "tensor_ops", "simple_ops"},
-    3: {"fast_ops", "cuda_ops", "_launch_hooks"},
+    3: {"fast_ops", "fast_matmul", "cuda_ops", "_launch_hooks"},
     4: {"backends", "tensor_functions"},
     5: {
         "tensor", "tensor_autograd", "tensor_convert", "tensor_inplace", "tensor_math",

@@ -177,3 +177,44 @@ def test_layer_norm_matches_torch_and_gradchecks():
     assert gradcheck(lambda t: F.layer_norm(t, (3,)), [small])
     with pytest.raises(RuntimeError, match=r"expected input with shape \[\*, 5\]"):
         F.layer_norm(mf.zeros(2, 3), (5,))
+
+
+@pytest.mark.task4_4
+@pytest.mark.parametrize(
+    ("name", "forward_launches"), [("softmax", 5), ("log_softmax", 6)]
+)  # fmt: skip
+def test_softmax_family_is_one_node_with_few_launches(name, forward_launches):
+    x = mf.tensor(np.random.default_rng(2).standard_normal((4, 5)), requires_grad=True)
+    fn = getattr(F, name)
+    with mf.profiler.profile() as forward:
+        y = fn(x, 1)
+    assert len(forward.events) == forward_launches
+    assert (
+        y.grad_fn.name() == {"softmax": "Softmax", "log_softmax": "LogSoftmax"}[name] + "Backward"
+    )
+    assert [node.name() for node, _ in y.grad_fn.next_functions] == ["AccumulateGrad"]
+    seed = np.random.default_rng(3).standard_normal((4, 5))
+    with mf.profiler.profile() as backward:
+        y.backward(mf.tensor(seed))
+    assert len(backward.events) == 4  # x keeps the last one as its .grad: no copy
+    t = torch.tensor(x.detach().numpy(), requires_grad=True)
+    getattr(TF, name)(t, 1).backward(torch.tensor(seed))
+    assert_close(x.grad, t.grad, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.task4_4
+def test_softmax_family_edge_cases():
+    for fn, torch_fn in ((F.softmax, TF.softmax), (F.log_softmax, TF.log_softmax)):
+        run_both(lambda t, f=fn: f(t, 0), lambda t, f=torch_fn: f(t, 0), [np.array(3.0)])
+        empty = fn(mf.zeros(0, 3, requires_grad=True), 0)
+        assert empty.shape == (0, 3)
+        empty.sum().backward()
+        y = fn(mf.tensor([[1.0, 2.0]], requires_grad=True), 1)
+        y.mul_(2.0)  # the saved output changed: backward must refuse
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    x = mf.tensor(np.random.default_rng(4).standard_normal((2, 3)), requires_grad=True)
+    assert gradcheck(lambda t: F.softmax(t, 1), [x])
+    halves = F.log_softmax(mf.tensor([[1.0, 2.0]], dtype=mf.float32, requires_grad=True), 1)
+    assert halves.dtype is mf.float32
+    assert F.log_softmax(mf.tensor([1, 2]), 0).dtype is mf.float64  # ints become floats

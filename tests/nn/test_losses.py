@@ -163,3 +163,46 @@ def test_loss_modules_match_torch(ours, theirs, make_input, target, reduction):
     loss, ref = ours(reduction=reduction), theirs(reduction=reduction)
     assert repr(loss) == repr(theirs())
     run_both(lambda x: loss(x, target_mf), lambda x: ref(x, target_torch), [make_input()])
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("use_weight", [False, True])
+def test_ignore_index_inside_the_class_range_is_ignored(reduction, use_weight):
+    weight = np.array([0.5, 2.0, 1.0, 3.0]) if use_weight else None
+    for targets in (np.array([0, 3, 1, 1, 2]), np.array([1, 1, 1, 1, 1])):  # some / all ignored
+
+        def ours(x, t=targets):
+            w = None if weight is None else mf.tensor(weight)
+            return F.cross_entropy(x, mf.tensor(t), w, ignore_index=1, reduction=reduction)
+
+        def theirs(x, t=targets):
+            w = None if weight is None else torch.tensor(weight)
+            return TF.cross_entropy(x, torch.tensor(t), w, ignore_index=1, reduction=reduction)
+
+        run_both(ours, theirs, [LOGITS])  # all ignored with "mean": nan, zero gradients
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_nll_loss_is_one_node_of_two_launches_and_one_backward_launch(reduction):
+    logp = mf.tensor(TF.log_softmax(torch.tensor(LOGITS), 1).numpy(), requires_grad=True)
+    with mf.profiler.profile() as forward:
+        loss = F.nll_loss(logp, mf.tensor(TARGETS), reduction=reduction)
+    assert [e.name for e in forward.events] == ["mul", "reduce_add"]
+    assert loss.grad_fn.name() == "NllLossBackward" and loss.shape == ()
+    with mf.profiler.profile() as backward:
+        loss.backward()
+    assert [e.name for e in backward.events] == ["mul"]  # logp keeps it: no copy
+    picked = LOGITS.shape[0] if reduction == "mean" else 1
+    expected = np.zeros_like(LOGITS)
+    expected[np.arange(len(TARGETS)), TARGETS] = -1.0 / picked
+    assert_close(logp.grad, expected, rtol=0, atol=0)
+
+
+def test_cross_entropy_keeps_float32():
+    x = mf.tensor(LOGITS, dtype=mf.float32, requires_grad=True)
+    loss = F.cross_entropy(x, mf.tensor(TARGETS))
+    assert loss.dtype is mf.float32
+    loss.backward()
+    assert x.grad is not None and x.grad.dtype is mf.float32
+    ref = TF.cross_entropy(torch.tensor(LOGITS, dtype=torch.float32), torch.tensor(TARGETS))
+    assert_close(loss, ref, rtol=1e-6, atol=1e-6)
