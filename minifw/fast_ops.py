@@ -5,7 +5,8 @@ The kernels call the very scalar functions of `operators.py` and index helpers o
 functions taking an integer op code, compiled with `cache=True`: the machine code is
 saved in `__pycache__` next to this file (or NUMBA_CACHE_DIR), and a fresh process
 loads it without compiling anything. Numba keys that cache on this file alone: after
-editing `operators.py` or `tensor_data.py`, delete `minifw/__pycache__/fast_ops*.nb*`.
+editing `operators.py`, `tensor_data.py` or `_simd_math.py`, delete
+`minifw/__pycache__/fast_*.nb*`.
 Each kernel also has a serial twin (same code, `parallel` off) that `FastOps` runs on
 small inputs, where waking the thread pool would cost more than the work.
 """
@@ -88,6 +89,9 @@ def _last_step(out_shape: Any, shape: Any, strides: Any) -> int:
     return int(strides[len(strides) - 1])
 
 
+GENERATED_SOURCE: dict[str, str] = {}
+
+
 def _op_by_op(name: str, codes: Any, cell: str) -> Any:
     """A compiled `name(op, out, o, o_step, a, p, a_step, b, q, b_step, n)` for a line.
 
@@ -98,7 +102,7 @@ def _op_by_op(name: str, codes: Any, cell: str) -> Any:
     scalar function the loop applies, inlines it and (when the steps are 1 at run time)
     runs the loop in SIMD lanes, which a loop testing `op` cell by cell cannot do. Other
     codes get that generic loop. The source is generated, so a new op needs no edit here;
-    all the loops compile as one function (`_zip_line.py_func` shows the source).
+    all the loops compile as one function (`GENERATED_SOURCE[name]` holds the source).
     Positions are never negative: unsigned indices spare Numba's wraparound check.
     """
     index = {
@@ -108,14 +112,16 @@ def _op_by_op(name: str, codes: Any, cell: str) -> Any:
     store = "for j in range(n): out[np.uint64(o + j * o_step)] = "
     lines = [f"def {name}(op, out, o, o_step, a, p, a_step, b, q, b_step, n):"]
     for code in codes:
-        lines += [
-            f"    if op == {code}:",
-            f"        {store}{cell.format(op=code, **index)}",
-            "        return",
-        ]
+        lines.append(f"    if op == {code}:")
+        if "{y}" in cell:  # b broadcast along the line (x * 2, x - row_max): y read once
+            y_once = cell.format(op=code, x=index["x"], y="y")
+            lines += ["        if b_step == 0:", "            y = b[q]"]
+            lines += [f"            {store}{y_once}", "            return"]
+        lines += [f"        {store}{cell.format(op=code, **index)}", "        return"]
     lines.append(f"    {store}{cell.format(op='op', **index)}")
+    GENERATED_SOURCE[name] = source = "\n".join(lines)
     namespace = {"unary": _called.unary, "binary": _called.binary, "np": np}
-    exec(compile("\n".join(lines), f"<minifw.fast_ops.{name}>", "exec"), namespace)
+    exec(compile(source, f"<minifw.fast_ops.{name}>", "exec"), namespace)
     return njit(namespace[name])
 
 

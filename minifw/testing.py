@@ -23,6 +23,7 @@ from hypothesis.extra import numpy as hnp
 from . import dtypes
 from . import operators as ops
 from .backends import get_backend
+from .creation import tensor
 from .tensor import Tensor
 from .tensor_data import TensorData
 from .tensor_ops import TensorBackend
@@ -325,3 +326,31 @@ def assert_close(actual: Any, expected: Any, rtol: float = 1e-7, atol: float = 1
             f"cells): actual {got64[cell]!r}, expected {want64[cell]!r}, |diff| "
             f"{error[cell]:.3g} > atol {atol} + rtol {rtol} * |expected|"
         )
+
+
+def compare_with_torch(
+    mf_fn: Callable[..., Tensor],
+    torch_fn: Callable[..., Any],
+    arrays: Sequence[np.ndarray],
+    seed: int = 0,
+    tolerances: tuple[float, float] = (1e-9, 1e-12),
+    grad_tolerances: tuple[float, float] = (1e-8, 1e-11),
+) -> None:
+    """Run a function on minifw and PyTorch leaves made from `arrays`; compare both passes.
+
+    Asserts the outputs agree within (rtol, atol) = `tolerances`, then back-propagates
+    one random upstream gradient through both and asserts every input gradient agrees
+    within `grad_tolerances`. PyTorch must be installed (tests skip without it).
+    """
+    import torch
+
+    ours = [tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, ref = mf_fn(*ours), torch_fn(*theirs)
+    assert_close(out, ref, *tolerances)
+    upstream = np.random.default_rng(seed).standard_normal(tuple(ref.shape))
+    out.backward(tensor(upstream))
+    ref.backward(torch.tensor(upstream))
+    for mine, want in zip(ours, theirs, strict=True):
+        assert mine.grad is not None, "an input got no gradient"
+        assert_close(mine.grad, want.grad, *grad_tolerances)

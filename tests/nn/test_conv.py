@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,24 +12,13 @@ from hypothesis import strategies as st
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw.autograd import gradcheck
-from minifw.testing import assert_close
+from minifw.testing import assert_close, compare_with_torch
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 
 
-def run_both(mf_fn, torch_fn, arrays, seed=0):
-    """Run fn on minifw and torch float64 leaves; compare outputs and all input grads."""
-    ours = [mf.tensor(a, requires_grad=True) for a in arrays]
-    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
-    out, ref = mf_fn(*ours), torch_fn(*theirs)
-    assert_close(out, ref, rtol=1e-9, atol=1e-10)
-    seed_grad = np.random.default_rng(seed).standard_normal(tuple(ref.shape))
-    out.backward(mf.tensor(seed_grad))
-    ref.backward(torch.tensor(seed_grad))
-    for mine, want in zip(ours, theirs, strict=True):
-        assert mine.grad is not None
-        assert_close(mine.grad, want.grad, rtol=1e-9, atol=1e-10)
+run_both = partial(compare_with_torch, tolerances=(1e-9, 1e-10), grad_tolerances=(1e-9, 1e-10))
 
 
 def rand(*shape, seed=0):

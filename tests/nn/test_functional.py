@@ -14,23 +14,10 @@ from hypothesis.extra import numpy as hnp
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw.autograd import gradcheck
-from minifw.testing import assert_close, shapes, small_floats
+from minifw.testing import assert_close, compare_with_torch, shapes, small_floats
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
-
-
-def run_both(mf_fn, torch_fn, arrays, seed=0):
-    """Run fn on minifw and torch float64 leaves; compare outputs and all input grads."""
-    ours = [mf.tensor(a, requires_grad=True) for a in arrays]
-    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
-    out, ref = mf_fn(*ours), torch_fn(*theirs)
-    assert_close(out, ref, rtol=1e-9, atol=1e-12)
-    seed_grad = np.random.default_rng(seed).standard_normal(tuple(ref.shape))
-    out.backward(mf.tensor(seed_grad))
-    ref.backward(torch.tensor(seed_grad))
-    for mine, want in zip(ours, theirs, strict=True):
-        assert_close(mine.grad, want.grad, rtol=1e-8, atol=1e-11)
 
 
 arrays = hnp.arrays(np.float64, shapes(min_dims=1, max_dims=3), elements=small_floats(-5, 5))
@@ -41,15 +28,15 @@ arrays = hnp.arrays(np.float64, shapes(min_dims=1, max_dims=3), elements=small_f
 @given(arrays, st.data())
 def test_softmax_and_log_softmax_match_torch(values, data):
     dim = data.draw(st.integers(-values.ndim, values.ndim - 1))
-    run_both(lambda t: F.softmax(t, dim), lambda t: TF.softmax(t, dim), [values])
-    run_both(lambda t: F.log_softmax(t, dim), lambda t: TF.log_softmax(t, dim), [values])
+    compare_with_torch(lambda t: F.softmax(t, dim), lambda t: TF.softmax(t, dim), [values])
+    compare_with_torch(lambda t: F.log_softmax(t, dim), lambda t: TF.log_softmax(t, dim), [values])
 
 
 @pytest.mark.task4_4
 def test_softmax_family_is_stable_for_huge_logits():
     logits = np.array([[1000.0, 0.0, -1000.0], [1000.0, 1000.0, 999.0]])
-    run_both(lambda t: F.softmax(t, 1), lambda t: TF.softmax(t, 1), [logits])
-    run_both(lambda t: F.log_softmax(t, 1), lambda t: TF.log_softmax(t, 1), [logits])
+    compare_with_torch(lambda t: F.softmax(t, 1), lambda t: TF.softmax(t, 1), [logits])
+    compare_with_torch(lambda t: F.log_softmax(t, 1), lambda t: TF.log_softmax(t, 1), [logits])
     out = F.log_softmax(mf.tensor(logits), 1)
     assert np.isfinite(out.numpy()).all()
     targets = np.array([2, 0])
@@ -72,7 +59,9 @@ def test_softmax_gradcheck_and_float32():
 def test_max_along_dim_matches_torch(values, data):
     dim = data.draw(st.integers(-values.ndim, values.ndim - 1))
     keepdim = data.draw(st.booleans())
-    run_both(lambda t: t.max(dim, keepdim).values, lambda t: t.max(dim, keepdim).values, [values])
+    compare_with_torch(
+        lambda t: t.max(dim, keepdim).values, lambda t: t.max(dim, keepdim).values, [values]
+    )
     ours = mf.tensor(values).max(dim, keepdim).indices
     assert ours.tolist() == torch.tensor(values).max(dim, keepdim).indices.tolist()
 
@@ -109,7 +98,7 @@ def test_dropout_scales_survivors_and_is_reproducible():
 @pytest.mark.parametrize("name", ["relu", "sigmoid", "tanh"])
 def test_activations_match_torch(name):
     values = np.random.default_rng(0).uniform(-4, 4, size=(3, 4))
-    run_both(
+    compare_with_torch(
         getattr(F, name), getattr(TF, name) if name == "relu" else getattr(torch, name), [values]
     )
 
@@ -118,8 +107,8 @@ def test_activations_match_torch(name):
 def test_linear_matches_torch_and_checks_shapes():
     rng = np.random.default_rng(0)
     x, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4)), rng.standard_normal(5)
-    run_both(F.linear, TF.linear, [x, w, b])
-    run_both(lambda x, w: F.linear(x, w), lambda x, w: TF.linear(x, w), [x, w])
+    compare_with_torch(F.linear, TF.linear, [x, w, b])
+    compare_with_torch(lambda x, w: F.linear(x, w), lambda x, w: TF.linear(x, w), [x, w])
     with pytest.raises(RuntimeError, match=r"input of shape \(2, 3\) has 3 features"):
         F.linear(mf.zeros(2, 3), mf.zeros(5, 4))
 
@@ -144,12 +133,12 @@ def test_embedding_gathers_and_scatter_adds():
     rng = np.random.default_rng(0)
     weight = rng.standard_normal((6, 3))
     index = np.array([[1, 4, 1], [0, 5, 1]])
-    run_both(
+    compare_with_torch(
         lambda w: F.embedding(mf.tensor(index), w),
         lambda w: TF.embedding(torch.tensor(index), w),
         [weight],
     )
-    run_both(
+    compare_with_torch(
         lambda w: F.embedding(mf.tensor(index), w, padding_idx=1),
         lambda w: TF.embedding(torch.tensor(index), w, padding_idx=1),
         [weight],
@@ -168,7 +157,7 @@ def test_layer_norm_matches_torch_and_gradchecks():
         rng.standard_normal((3, 4)),
         rng.standard_normal((3, 4)),
     )
-    run_both(
+    compare_with_torch(
         lambda x, w, b: F.layer_norm(x, (3, 4), w, b),
         lambda x, w, b: TF.layer_norm(x, (3, 4), w, b),
         [x, w, b],
@@ -205,7 +194,7 @@ def test_softmax_family_is_one_node_with_few_launches(name, forward_launches):
 @pytest.mark.task4_4
 def test_softmax_family_edge_cases():
     for fn, torch_fn in ((F.softmax, TF.softmax), (F.log_softmax, TF.log_softmax)):
-        run_both(lambda t, f=fn: f(t, 0), lambda t, f=torch_fn: f(t, 0), [np.array(3.0)])
+        compare_with_torch(lambda t, f=fn: f(t, 0), lambda t, f=torch_fn: f(t, 0), [np.array(3.0)])
         empty = fn(mf.zeros(0, 3, requires_grad=True), 0)
         assert empty.shape == (0, 3)
         empty.sum().backward()

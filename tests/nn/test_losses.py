@@ -9,25 +9,12 @@ import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw import nn
 from minifw.autograd import gradcheck
-from minifw.testing import assert_close
+from minifw.testing import assert_close, compare_with_torch
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 pytestmark = pytest.mark.task4_5
 REDUCTIONS = ["mean", "sum", "none"]
-
-
-def run_both(mf_fn, torch_fn, arrays, seed=0):
-    """Run fn on minifw and torch float64 leaves; compare outputs and all input grads."""
-    ours = [mf.tensor(a, requires_grad=True) for a in arrays]
-    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
-    out, ref = mf_fn(*ours), torch_fn(*theirs)
-    assert_close(out, ref, rtol=1e-9, atol=1e-12)
-    seed_grad = np.random.default_rng(seed).standard_normal(tuple(ref.shape))
-    out.backward(mf.tensor(seed_grad))
-    ref.backward(torch.tensor(seed_grad))
-    for mine, want in zip(ours, theirs, strict=True):
-        assert_close(mine.grad, want.grad, rtol=1e-8, atol=1e-11)
 
 
 rng = np.random.default_rng(0)
@@ -38,7 +25,7 @@ TARGETS = np.array([0, 3, 1, 1, 2])
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_mse_loss(reduction):
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
-    run_both(
+    compare_with_torch(
         lambda x, y: F.mse_loss(x, y, reduction=reduction),
         lambda x, y: TF.mse_loss(x, y, reduction=reduction),
         [a, b],
@@ -50,7 +37,7 @@ def test_mse_loss(reduction):
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_cross_entropy_with_int64_and_float_targets(reduction):
     for targets in (mf.tensor(TARGETS), mf.tensor(TARGETS.astype(float))):
-        run_both(
+        compare_with_torch(
             lambda x, t=targets: F.cross_entropy(x, t, reduction=reduction),
             lambda x: TF.cross_entropy(x, torch.tensor(TARGETS), reduction=reduction),
             [LOGITS],
@@ -60,18 +47,18 @@ def test_cross_entropy_with_int64_and_float_targets(reduction):
 def test_cross_entropy_weight_ignore_index_and_extra_dims():
     weight = np.array([0.5, 2.0, 1.0, 3.0])
     targets = np.array([0, 3, -100, 1, 2])
-    run_both(
+    compare_with_torch(
         lambda x: F.cross_entropy(x, mf.tensor(targets), mf.tensor(weight)),
         lambda x: TF.cross_entropy(x, torch.tensor(targets), torch.tensor(weight)),
         [LOGITS],
     )
     images, labels = rng.standard_normal((2, 3, 4, 2)), rng.integers(0, 3, size=(2, 4, 2))
-    run_both(
+    compare_with_torch(
         lambda x: F.cross_entropy(x, mf.tensor(labels)),
         lambda x: TF.cross_entropy(x, torch.tensor(labels)),
         [images],
     )
-    run_both(
+    compare_with_torch(
         lambda x: F.cross_entropy(x, mf.tensor(2)),
         lambda x: TF.cross_entropy(x, torch.tensor(2)),
         [LOGITS[0]],
@@ -81,7 +68,7 @@ def test_cross_entropy_weight_ignore_index_and_extra_dims():
 def test_cross_entropy_with_probability_targets():
     probs = np.abs(rng.standard_normal((5, 4)))
     probs /= probs.sum(1, keepdims=True)
-    run_both(F.cross_entropy, TF.cross_entropy, [LOGITS, probs])
+    compare_with_torch(F.cross_entropy, TF.cross_entropy, [LOGITS, probs])
 
 
 def test_cross_entropy_target_errors():
@@ -99,7 +86,7 @@ def test_cross_entropy_target_errors():
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_nll_loss(reduction):
     logp = TF.log_softmax(torch.tensor(LOGITS), 1).numpy()
-    run_both(
+    compare_with_torch(
         lambda x: F.nll_loss(x, mf.tensor(TARGETS), reduction=reduction),
         lambda x: TF.nll_loss(x, torch.tensor(TARGETS), reduction=reduction),
         [logp],
@@ -111,12 +98,12 @@ def test_binary_cross_entropy(reduction):
     p = rng.uniform(0.05, 0.95, size=(3, 4))
     t = rng.uniform(0.0, 1.0, size=(3, 4))
     w = rng.uniform(0.5, 2.0, size=(4,))
-    run_both(
+    compare_with_torch(
         lambda x, y: F.binary_cross_entropy(x, y, reduction=reduction),
         lambda x, y: TF.binary_cross_entropy(x, y, reduction=reduction),
         [p, t],
     )
-    run_both(
+    compare_with_torch(
         lambda x: F.binary_cross_entropy(x, mf.tensor(t), mf.tensor(w), reduction=reduction),
         lambda x: TF.binary_cross_entropy(
             x, torch.tensor(t), torch.tensor(w), reduction=reduction
@@ -128,7 +115,7 @@ def test_binary_cross_entropy(reduction):
 def test_binary_cross_entropy_clamps_logs_and_checks_range():
     edge = np.array([0.0, 1.0, 0.5])
     target = np.array([1.0, 0.0, 1.0])
-    run_both(
+    compare_with_torch(
         lambda x: F.binary_cross_entropy(x, mf.tensor(target)),
         lambda x: TF.binary_cross_entropy(x, torch.tensor(target)),
         [edge],
@@ -162,7 +149,9 @@ def test_loss_modules_match_torch(ours, theirs, make_input, target, reduction):
     target_torch = torch.tensor(target if target.dtype != bool else target.astype(float))
     loss, ref = ours(reduction=reduction), theirs(reduction=reduction)
     assert repr(loss) == repr(theirs())
-    run_both(lambda x: loss(x, target_mf), lambda x: ref(x, target_torch), [make_input()])
+    compare_with_torch(
+        lambda x: loss(x, target_mf), lambda x: ref(x, target_torch), [make_input()]
+    )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -179,7 +168,7 @@ def test_ignore_index_inside_the_class_range_is_ignored(reduction, use_weight):
             w = None if weight is None else torch.tensor(weight)
             return TF.cross_entropy(x, torch.tensor(t), w, ignore_index=1, reduction=reduction)
 
-        run_both(ours, theirs, [LOGITS])  # all ignored with "mean": nan, zero gradients
+        compare_with_torch(ours, theirs, [LOGITS])  # all ignored with "mean": nan, zero gradients
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
