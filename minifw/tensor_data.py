@@ -8,7 +8,7 @@ very functions instead of writing their own.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -131,37 +131,36 @@ def _index_array(values: tuple[int, ...]) -> Index:
     return found
 
 
-def _shape_entry(shape: Sequence[int]) -> tuple[Shape, Index, Strides, Index, int]:
-    """(shape as ints, its int64 array, its row-major strides and their array, its size)."""
-    key = shape if type(shape) is tuple else tuple(shape)
+def _cached(cache: dict[Any, Any], values: Sequence[int], build: Callable[[Any], Any]) -> Any:
+    """`cache`'s entry for `values` as an int tuple, made by `build(ints)` on a miss."""
+    key = values if type(values) is tuple else tuple(values)
     try:
-        found = _SHAPES.get(key)
+        found = cache.get(key)
     except TypeError:  # an unhashable entry: let int() say what is wrong with it
         found = None
     if found is None:
         ints = tuple(int(s) for s in key)
-        rows = strides_from_shape(ints)
-        found = (ints, _index_array(ints), rows, _index_array(rows), numel_of(ints))
-        if len(_SHAPES) >= _CACHE_LIMIT:
-            _SHAPES.clear()
-        _SHAPES[ints] = found
+        found = build(ints)
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[ints] = found
     return found
+
+
+def _shape_entry(shape: Sequence[int]) -> tuple[Shape, Index, Strides, Index, int]:
+    """(shape as ints, its int64 array, its row-major strides and their array, its size)."""
+    return _cached(_SHAPES, shape, _new_shape_entry)  # type: ignore[no-any-return]
+
+
+def _new_shape_entry(ints: Shape) -> tuple[Shape, Index, Strides, Index, int]:
+    """The `_shape_entry` of a shape not seen before."""
+    rows = strides_from_shape(ints)
+    return (ints, _index_array(ints), rows, _index_array(rows), numel_of(ints))
 
 
 def _strides_entry(strides: Sequence[int]) -> tuple[Strides, Index]:
     """(strides as ints, their int64 array)."""
-    key = strides if type(strides) is tuple else tuple(strides)
-    try:
-        found = _STRIDES.get(key)
-    except TypeError:  # an unhashable entry: let int() say what is wrong with it
-        found = None
-    if found is None:
-        ints = tuple(int(s) for s in key)
-        found = (ints, _index_array(ints))
-        if len(_STRIDES) >= _CACHE_LIMIT:
-            _STRIDES.clear()
-        _STRIDES[ints] = found
-    return found
+    return _cached(_STRIDES, strides, lambda ints: (ints, _index_array(ints)))  # type: ignore[no-any-return]
 
 
 class TensorData:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import operators as ops
-from .autodiff import Context, History, _grad_mode
+from .autodiff import Context, History, _grad_mode, no_grad
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -133,9 +133,7 @@ class Function:
     ) -> list[tuple[Any, Tensor]]:
         """Pair each input that requires grad with its gradient, shaped like the input."""
         ctx.check_alive()
-        mode = _grad_mode.enabled
-        _grad_mode.enabled = False
-        try:
+        with no_grad():
             grads = cls.backward(ctx, grad)
             if not isinstance(grads, tuple):
                 grads = (grads,)
@@ -154,8 +152,6 @@ class Function:
                     _check_grad_shape(cls.__name__, i, g.shape, value.shape)
                     g = sum_to_shape(g, value.shape)
                 pairs.append((value, g if g.dtype is value.dtype else g.to(value.dtype)))
-        finally:
-            _grad_mode.enabled = mode
         return pairs
 
 

@@ -136,14 +136,7 @@ class TensorBackend:
             out = self.empty(a.shape, _dtype(a))
         else:
             kind = "map_into"  # launch hook
-            self._check_device("map", out)
-            _check_writable(out)
-            _check_same_dtype("map", _dtype(out), _dtype(a))
-            if shape_broadcast(a.shape, out.shape) != out.shape:
-                raise RuntimeError(
-                    f"output with shape {out.shape} doesn't match the broadcast shape "
-                    f"{shape_broadcast(a.shape, out.shape)}"
-                )
+            self._check_out("map", out, a.shape, _dtype(a))
         if out.size:
             hook = _launch_hook[0]
             if hook is None:
@@ -178,14 +171,8 @@ class TensorBackend:
             out = self.empty(shape, out_dtype or dtype)
         else:
             kind = "zip_into"  # launch hook
-            self._check_device("zip", out)
-            _check_writable(out)
-            _check_same_dtype("zip", _dtype(out), np.dtype(out_dtype or dtype))
-            if shape != out.shape and shape_broadcast(shape, out.shape) != out.shape:
-                raise RuntimeError(
-                    f"output with shape {out.shape} doesn't match the broadcast shape "
-                    f"{shape_broadcast(shape, out.shape)} (inputs {a.shape} and {b.shape})"
-                )
+            inputs = f" (inputs {a.shape} and {b.shape})"
+            self._check_out("zip", out, shape, np.dtype(out_dtype or dtype), inputs)
             _check_no_overlap("zip", out, (a, b))
         if out.size:
             hook = _launch_hook[0]
@@ -298,6 +285,19 @@ class TensorBackend:
         if a.base is out.base and a.size and out.size:
             a = self.contiguous(a)
         self.map(operators.ID, a, out)
+
+    def _check_out(
+        self, what: str, out: TensorData, shape: tuple[int, ...], dtype: Any, inputs: str = ""
+    ) -> None:
+        """Raise unless `out` can take a result of `shape` and `dtype` (it may broadcast)."""
+        self._check_device(what, out)
+        _check_writable(out)
+        _check_same_dtype(what, _dtype(out), dtype)
+        if shape != out.shape and shape_broadcast(shape, out.shape) != out.shape:
+            raise RuntimeError(
+                f"output with shape {out.shape} doesn't match the broadcast shape "
+                f"{shape_broadcast(shape, out.shape)}{inputs}"
+            )
 
     def _check_device(self, what: str, *datas: TensorData) -> None:
         """Raise unless every storage lives on this backend's device."""
