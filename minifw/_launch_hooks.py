@@ -28,8 +28,8 @@ class Launch:
 
     `outs` are the TensorData the kernel writes (one, except for fused kernels),
     `inputs` those it reads; for a matmul they are the 3-D views the kernel gets.
-    A fused launch (kind "fused", made by `mf.compile`) lists the op codes it
-    evaluates per cell in `fused_ops` and runs through `runner`.
+    A fused launch (kind "fused", made by `mf.compile` and by the optimizers' update)
+    lists the op codes it evaluates per cell in `fused_ops` and runs through `runner`.
     """
 
     __slots__ = ("backend", "kind", "op", "outs", "inputs", "dim", "name", "fused_ops", "runner")

@@ -20,6 +20,16 @@ from .tensor_ops import Storage
 TILE_I = 64
 TILE_J = 64
 TILE_K = 256
+# `_matmul_rows` computes ROWS_I x ROWS_J tiles of out, walking k in ROWS_K steps.
+ROWS_I = 32
+ROWS_J = 256
+ROWS_K = 256
+# Narrower products (a matrix times a vector) fill SIMD lanes better as dot products,
+# and so do products both deep and tall (their long dot products, over many rows of a,
+# pay back `_matmul`'s copy of b).
+ROWS_MIN_COLS = 8
+ROWS_MAX_DEPTH = 256
+ROWS_MAX_ROWS = 128
 # Operands whose k dim is not contiguous are first copied in BLOCK x BLOCK blocks.
 BLOCK = 32
 # `reassoc` lets the dot products run in SIMD lanes and `contract` fuses multiply-adds:
@@ -152,46 +162,124 @@ def _matmul(
                 out[o + i * out_strides[1] + j * out_strides[2]] = acc[i * TILE_J + j]
 
 
-@njit(cache=True, fastmath=SUM_MATH)
+@njit(inline="always")
+def _column4(a: Any, at: int, a_row: int, h: int) -> Any:
+    """a[at + r * a_row] for rows r < 4, with 0 for the rows r >= h that do not exist."""
+    zero = a.dtype.type(0)
+    return (
+        a[at],
+        a[at + a_row] if h > 1 else zero,
+        a[at + 2 * a_row] if h > 2 else zero,
+        a[at + 3 * a_row] if h > 3 else zero,
+    )
+
+
+@njit(inline="always", fastmath=SUM_MATH)
+def _four_row_updates(
+    acc: Any, at: int, a: Any, ao: int, a_row: int, a_k: int, h: int,
+    b: Any, bo: int, b_k: int, w: int, kc: int,
+) -> None:  # fmt: skip
+    """acc[at + r*w + j] += sum_k a[ao + r*a_row + k*a_k] * b[bo + k*b_k + j], r < h, j < w.
+
+    Four rows of acc (rows past `h` get zero coefficients: acc has room for them and
+    they are never read back) take eight rows of b at a time: each b value loaded
+    feeds four multiply-adds, each acc value loaded takes eight, and the j loop,
+    contiguous in acc and b, runs in SIMD lanes. No allocation.
+    """
+    r0, r1 = acc[at : at + w], acc[at + w : at + 2 * w]
+    r2, r3 = acc[at + 2 * w : at + 3 * w], acc[at + 3 * w : at + 4 * w]
+    k8 = kc - kc % 8
+    for k in range(0, k8, 8):
+        p, q = ao + k * a_k, bo + k * b_k
+        c00, c10, c20, c30 = _column4(a, p, a_row, h)
+        c01, c11, c21, c31 = _column4(a, p + a_k, a_row, h)
+        c02, c12, c22, c32 = _column4(a, p + 2 * a_k, a_row, h)
+        c03, c13, c23, c33 = _column4(a, p + 3 * a_k, a_row, h)
+        c04, c14, c24, c34 = _column4(a, p + 4 * a_k, a_row, h)
+        c05, c15, c25, c35 = _column4(a, p + 5 * a_k, a_row, h)
+        c06, c16, c26, c36 = _column4(a, p + 6 * a_k, a_row, h)
+        c07, c17, c27, c37 = _column4(a, p + 7 * a_k, a_row, h)
+        y0, y1 = b[q : q + w], b[q + b_k : q + b_k + w]
+        y2, y3 = b[q + 2 * b_k : q + 2 * b_k + w], b[q + 3 * b_k : q + 3 * b_k + w]
+        y4, y5 = b[q + 4 * b_k : q + 4 * b_k + w], b[q + 5 * b_k : q + 5 * b_k + w]
+        y6, y7 = b[q + 6 * b_k : q + 6 * b_k + w], b[q + 7 * b_k : q + 7 * b_k + w]
+        for j in range(w):
+            v0, v1, v2, v3, v4, v5, v6, v7 = y0[j], y1[j], y2[j], y3[j], y4[j], y5[j], y6[j], y7[j]
+            s0 = c00 * v0 + c01 * v1 + c02 * v2 + c03 * v3
+            r0[j] += s0 + c04 * v4 + c05 * v5 + c06 * v6 + c07 * v7
+            s1 = c10 * v0 + c11 * v1 + c12 * v2 + c13 * v3
+            r1[j] += s1 + c14 * v4 + c15 * v5 + c16 * v6 + c17 * v7
+            s2 = c20 * v0 + c21 * v1 + c22 * v2 + c23 * v3
+            r2[j] += s2 + c24 * v4 + c25 * v5 + c26 * v6 + c27 * v7
+            s3 = c30 * v0 + c31 * v1 + c32 * v2 + c33 * v3
+            r3[j] += s3 + c34 * v4 + c35 * v5 + c36 * v6 + c37 * v7
+    for k in range(k8, kc):
+        c0, c1, c2, c3 = _column4(a, ao + k * a_k, a_row, h)
+        y = b[bo + k * b_k : bo + k * b_k + w]
+        for j in range(w):
+            r0[j] += c0 * y[j]
+            r1[j] += c1 * y[j]
+            r2[j] += c2 * y[j]
+            r3[j] += c3 * y[j]
+
+
+@njit(inline="always")
+def _store_row(out: Any, at: int, step: int, row: Any) -> None:
+    """out[at + j * step] = row[j]; a plain copy (vectorised) when out's row is contiguous."""
+    if step == 1:
+        out[at : at + len(row)] = row
+    else:
+        for j in range(len(row)):
+            out[at + j * step] = row[j]
+
+
+@njit(parallel=True, cache=True, fastmath=SUM_MATH)
 def _matmul_rows(
     out: Any, out_shape: Any, out_strides: Any,
     a: Any, a_shape: Any, a_strides: Any, b: Any, b_shape: Any, b_strides: Any,
 ) -> None:  # fmt: skip
-    """out[n, i, :] = sum_k a[n, i, k] * b[n, k, :], a row of out at a time; serial.
+    """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] for a b with contiguous rows.
 
-    Needs b's rows contiguous (b_strides[2] == 1); a may have any strides. For small
-    products, where `_matmul`'s dot products are too short to fill SIMD lanes and
-    copying an operand costs more than the arithmetic: here the lanes run along j.
+    Needs b_strides[2] == 1; a may have any strides (its entries are read one at a
+    time, as coefficients). The SIMD lanes run along j, so no operand is copied and
+    a short k (x.T @ g over a batch) wastes nothing.
 
     Loop::
 
-        for (n, i) in range(batches * rows):
-            acc = 0                                   # one row, reused
-            for k in range(depth): acc += a[n, i, k] * b[n, k, :]
-            out[n, i, :] = acc
+        for (n, ti, tj) in prange(batches * row_tiles * col_tiles):
+            acc = 0                                   # the tile's rows, thread-local
+            for k0 in range(0, depth, ROWS_K):        # b's panel stays in cache
+                for rows i..i+3 of the tile:             # 8 k at a time
+                    acc[i:i+4, :] += a[n, i:i+4, k0:k0+kc] @ b[n, k0:k0+kc, tj]
+            out[n, ti, tj] = acc
 
-    Invariants: no allocation in the loops; each out cell written once.
+    Invariants: main loop parallel over output tiles; acc thread-local; no allocation
+    in the inner loops; each out cell written once.
     """
     batches, rows, cols, depth = out_shape[0], out_shape[1], out_shape[2], a_shape[2]
     x_n, x_row, x_k = a_strides[0] if a_shape[0] > 1 else 0, a_strides[1], a_strides[2]
     y_n, y_k = b_strides[0] if b_shape[0] > 1 else 0, b_strides[1]
-    acc = np.empty(cols, out.dtype)
-    for task in range(batches * rows):
-        n, i = task // rows, task % rows
-        acc[:] = 0
-        for k in range(depth):
-            x = a[n * x_n + i * x_row + k * x_k]
-            line = b[n * y_n + k * y_k : n * y_n + k * y_k + cols]
-            for j in range(cols):
-                acc[j] += x * line[j]
-        o = n * out_strides[0] + i * out_strides[1]
-        for j in range(cols):
-            out[o + j * out_strides[2]] = acc[j]
+    row_tiles, col_tiles = (rows + ROWS_I - 1) // ROWS_I, (cols + ROWS_J - 1) // ROWS_J
+    for task in prange(batches * row_tiles * col_tiles):
+        n, rest = task // (row_tiles * col_tiles), task % (row_tiles * col_tiles)
+        i0, j0 = (rest // col_tiles) * ROWS_I, (rest % col_tiles) * ROWS_J
+        h, w = min(ROWS_I, rows - i0), min(ROWS_J, cols - j0)
+        acc = np.zeros((h + 3) // 4 * 4 * w, out.dtype)  # rows of w cells, h rounded up
+        for k0 in range(0, depth, ROWS_K):
+            xo, yo = n * x_n + i0 * x_row + k0 * x_k, n * y_n + k0 * y_k + j0
+            kc = min(ROWS_K, depth - k0)
+            for i in range(0, h, 4):
+                xi, hi = xo + i * x_row, min(4, h - i)
+                _four_row_updates(acc, i * w, a, xi, x_row, x_k, hi, b, yo, y_k, w, kc)
+        o = n * out_strides[0] + i0 * out_strides[1] + j0 * out_strides[2]
+        for i in range(h):
+            _store_row(out, o + i * out_strides[1], out_strides[2], acc[i * w : i * w + w])
 
 
 # END TASK 3.2
 
 _matmul_serial, _k_major_serial = serial_twin(_matmul), serial_twin(_k_major)
+_matmul_rows_serial = serial_twin(_matmul_rows)
 
 
 def matmul(
@@ -201,13 +289,17 @@ def matmul(
 ) -> None:  # fmt: skip
     """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] over 3-D operands; batch dims broadcast.
 
-    Small products with a row-major b go to `_matmul_rows`, which reads both as they are.
-    Otherwise an operand whose k dim is strided (b in `x @ w`, a in `x.T @ g`) is first
-    copied by `_k_major`; row-major `x` and a transposed `w.T` are read where they are.
-    `parallel` picks the kernels that use the thread pool.
+    A b with contiguous rows at least one SIMD vector wide, with a short k (`g.T @ x`
+    over a batch) or few rows of out (`x @ w` for a batch), goes to `_matmul_rows`,
+    which reads both operands where they are. Otherwise the dot-product kernel `_matmul`
+    runs on k-contiguous operands: a row-major `x` and a transposed `w.T` are read where
+    they are, any other layout is first copied by `_k_major`. `parallel` picks the
+    kernels that use the thread pool.
     """
-    if not parallel and b_strides[2] == 1:
-        _matmul_rows(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
+    no_copy_wins = a_shape[2] <= ROWS_MAX_DEPTH or out_shape[0] * out_shape[1] <= ROWS_MAX_ROWS
+    if b_strides[2] == 1 and b_shape[2] >= ROWS_MIN_COLS and no_copy_wins:
+        rows = _matmul_rows if parallel else _matmul_rows_serial
+        rows(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
         return
     a, a_strides = _k_contiguous(a, a_shape, a_strides, 2, parallel)
     b, b_strides = _k_contiguous(b, b_shape, b_strides, 1, parallel)

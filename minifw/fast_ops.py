@@ -89,6 +89,18 @@ def _last_step(out_shape: Any, shape: Any, strides: Any) -> int:
     return int(strides[len(strides) - 1])
 
 
+@njit(inline="always")
+def _row_tasks(rows: int, last: int) -> tuple[int, int, int, int]:
+    """(tasks, rows per task, pieces per row, piece width) for about CHUNK cells a task.
+
+    Short rows are grouped, whole, into a task; a row longer than CHUNK (a 1-D tensor
+    times a scalar) is cut into pieces, so that it too runs on every thread.
+    """
+    pieces = max(1, (last + CHUNK - 1) // CHUNK)
+    per_task = max(1, CHUNK // max(last, 1))
+    return (rows + per_task - 1) // per_task * pieces, per_task, pieces, -(-last // pieces)
+
+
 GENERATED_SOURCE: dict[str, str] = {}
 
 
@@ -149,9 +161,9 @@ def _map(
             for chunk in prange(size / CHUNK):       # one loop per op (`_op_by_op`)
                 for i in chunk: out[i] = unary(op, a[i])
         else:
-            for task in prange(tasks):             # a run of whole rows of the last dim
+            for task in prange(tasks):     # whole rows of the last dim, or a piece of one
                 (index buffers for this task)
-                for row in task: o, p = start of row in out, in a
+                for row in task: o, p = start of row (or piece) in out, in a
                     for j in range(last): out[o + j*o_step] = unary(op, a[p + j*a_step])
 
     Invariants: main loop parallel; index buffers thread-local (allocated per task);
@@ -167,16 +179,17 @@ def _map(
     o_step = _last_step(out_shape, out_shape, out_strides)
     a_step = _last_step(out_shape, a_shape, a_strides)
     rows = size // last
-    per_task = max(1, CHUNK // last)
-    for task in prange((rows + per_task - 1) // per_task):
+    tasks, per_task, pieces, width = _row_tasks(rows, last)
+    for task in prange(tasks):
         out_index = np.empty(len(out_shape), np.int64)
         a_index = np.empty(len(a_shape), np.int64)
-        for row in range(task * per_task, min(rows, (task + 1) * per_task)):
-            to_index(row * last, out_shape, out_index)
+        group, j = task // pieces, (task % pieces) * width
+        for row in range(group * per_task, min(rows, (group + 1) * per_task)):
+            to_index(row * last + j, out_shape, out_index)
             broadcast_index(out_index, out_shape, a_shape, a_index)
             o = index_to_position(out_index, out_strides)
             p = index_to_position(a_index, a_strides)
-            _map_line(op, out, o, o_step, a, p, a_step, a, 0, 0, last)
+            _map_line(op, out, o, o_step, a, p, a_step, a, 0, 0, min(width, last - j))
 
 
 @njit(parallel=True, cache=True)
@@ -192,9 +205,9 @@ def _zip(
             for chunk in prange(size / CHUNK):       # one loop per op (`_op_by_op`)
                 for i in chunk: out[i] = binary(op, a[i], b[i])
         else:
-            for task in prange(tasks):             # a run of whole rows of the last dim
+            for task in prange(tasks):     # whole rows of the last dim, or a piece of one
                 (index buffers for this task)
-                for row in task: o, p, q = start of row in out, a, b
+                for row in task: o, p, q = start of row (or piece) in out, a, b
                     for j in range(last):
                         out[o + j*o_step] = binary(op, a[p + j*a_step], b[q + j*b_step])
 
@@ -215,19 +228,20 @@ def _zip(
     a_step = _last_step(out_shape, a_shape, a_strides)
     b_step = _last_step(out_shape, b_shape, b_strides)
     rows = size // last
-    per_task = max(1, CHUNK // last)
-    for task in prange((rows + per_task - 1) // per_task):
+    tasks, per_task, pieces, width = _row_tasks(rows, last)
+    for task in prange(tasks):
         out_index = np.empty(len(out_shape), np.int64)
         a_index = np.empty(len(a_shape), np.int64)
         b_index = np.empty(len(b_shape), np.int64)
-        for row in range(task * per_task, min(rows, (task + 1) * per_task)):
-            to_index(row * last, out_shape, out_index)
+        group, j = task // pieces, (task % pieces) * width
+        for row in range(group * per_task, min(rows, (group + 1) * per_task)):
+            to_index(row * last + j, out_shape, out_index)
             broadcast_index(out_index, out_shape, a_shape, a_index)
             broadcast_index(out_index, out_shape, b_shape, b_index)
             o = index_to_position(out_index, out_strides)
             p = index_to_position(a_index, a_strides)
             q = index_to_position(b_index, b_strides)
-            _zip_line(op, out, o, o_step, a, p, a_step, b, q, b_step, last)
+            _zip_line(op, out, o, o_step, a, p, a_step, b, q, b_step, min(width, last - j))
 
 
 @njit(inline="always", fastmath=SUM_MATH)
@@ -395,7 +409,7 @@ class FastOps(HostStorage):
 
         The tiled kernel lives in `fast_matmul.py`.
         """
-        parallel = out.size * int(a_shape[2]) // 8 >= cls.parallel_from
+        parallel = out.size * int(a_shape[2]) // 2 >= cls.parallel_from
         matmul(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides, parallel)
 
 

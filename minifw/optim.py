@@ -17,10 +17,17 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
+from . import _launch_hooks
 from . import operators as ops
+from ._capture import capturing
+from ._fusion import PARALLEL_FROM, sub_scaled_kernels
+from ._launch_hooks import Launch
 from .autodiff import no_grad
 from .nn.module import Parameter
 from .tensor import Tensor
+from .tensor_data import TensorData
 
 ParamLike = Parameter | Tensor
 
@@ -33,9 +40,10 @@ def _tensor(param: ParamLike) -> Tensor:
 def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
     """Subtract grad * lr from param in place (under no_grad), rounding as `sub_` does.
 
-    When both are float tensors of one dtype, backend and shape, this is two launches
-    straight on the backend (no autograd bookkeeping): grad * lr, then param - that,
-    written into param's own cells; otherwise `sub_`.
+    When both are float tensors of one dtype, backend and shape, this goes straight to
+    the backend (no autograd bookkeeping): on the CPU, with both contiguous and apart,
+    one fused kernel reads grad and param and writes param (as `mf.compile` would fuse
+    it); otherwise two launches, grad * lr, then param - that written into param.
     """
     dtype = param.dtype
     if (
@@ -46,10 +54,39 @@ def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
     ):
         param.sub_(grad * lr)
         return
-    backend = param.backend
-    scaled = backend.zip(ops.MUL, grad._data, grad._scalar_like(lr)._data)
-    backend.zip(ops.SUB, param._data, scaled, out=param._data)
+    p, g = param._data, grad._data
+    if (
+        param.backend.device == "cpu"
+        and p.is_contiguous()
+        and g.is_contiguous()
+        and not capturing()  # a capture records the two launches below instead
+        and not np.may_share_memory(p.storage[: p.size], g.storage[: g.size])
+    ):
+        _fused_sub_scaled(param, grad, lr)
+    else:
+        backend = param.backend
+        scaled = backend.zip(ops.MUL, g, grad._scalar_like(lr)._data)
+        backend.zip(ops.SUB, p, scaled, out=p)
     param._bump_version()
+
+
+def _fused_sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
+    """Param -= grad * lr as one generated kernel on contiguous CPU cells, seen by the profiler."""
+    p, g = param._data, grad._data
+    cells = p.size
+    kernels, leaves = sub_scaled_kernels(p.base.dtype, param.backend)
+    kernel = kernels[0] if cells >= PARALLEL_FROM else kernels[1]
+    rate = np.full(1, lr, p.base.dtype)
+    storages = (p.storage[:cells], g.storage[:cells], rate)
+    args = (np.array([cells], np.int64), storages[0], *(storages[b] for b in leaves))
+    if not _launch_hooks.listening():
+        kernel(*args)
+        return
+    launch = Launch(
+        param.backend, "fused", -1, (p,), (g, TensorData(rate, ()), p),
+        name="fused[mul,sub]", fused_ops=(ops.MUL, ops.SUB), runner=lambda: kernel(*args),
+    )  # fmt: skip
+    _launch_hooks.deliver(launch)
 
 
 class Optimizer:

@@ -10,8 +10,8 @@ Usage::
 
 Every kernel launched by the thread that entered the `with` block becomes an
 `Event`: forward and backward ops, the copies that make tensors contiguous, the
-fused kernels of `mf.compile`. The counting rules are exact, so they can be
-checked by hand:
+fused kernels of `mf.compile` and of the SGD update. The counting rules are
+exact, so they can be checked by hand:
 
 - FLOPs. map and zip: 1 per output cell, whatever the op (exp counts as 1 like
   add), except a copy (the ID map), which counts 0. A fused kernel: 1 per output

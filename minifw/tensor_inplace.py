@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import operators as ops
 from .autodiff import is_grad_enabled, no_grad
 from .tensor_data import index_view
+from .tensor_ops import unsafe_overlap
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -64,21 +66,48 @@ class InPlaceMixin:
         self._bump_version()
         return self
 
+    def _zip_inplace(
+        self: Tensor, op: int, other: Any, compute: Callable[[Tensor], Tensor]
+    ) -> Tensor:
+        """Self = self op other: one launch into self's cells when autograd records nothing.
+
+        That is when neither takes part in a recorded graph and other is a float of
+        self's dtype whose cells self's writes cannot reach first; otherwise `_inplace`.
+        """
+        operand = self._operand(other)
+        recording = is_grad_enabled()
+        if (
+            (recording and (self.requires_grad or operand.requires_grad))
+            or not self.dtype.is_floating_point
+            or operand.dtype is not self.dtype
+            or unsafe_overlap(self._data, operand._data)
+        ):
+            return self._inplace(compute)
+        if recording:
+            _check_inplace(self, False)
+        self.backend.zip(op, self._data, operand._data, out=self._data)
+        self._bump_version()
+        return self
+
     def add_(self: Tensor, other: Any, alpha: float = 1.0) -> Tensor:
         """Self += alpha * other, in place."""
-        return self._inplace(lambda old: old + (other if alpha == 1.0 else other * alpha))
+        if alpha != 1.0:
+            return self._inplace(lambda old: old + other * alpha)
+        return self._zip_inplace(ops.ADD, other, lambda old: old + other)
 
     def sub_(self: Tensor, other: Any, alpha: float = 1.0) -> Tensor:
         """Self -= alpha * other, in place."""
-        return self._inplace(lambda old: old - (other if alpha == 1.0 else other * alpha))
+        if alpha != 1.0:
+            return self._inplace(lambda old: old - other * alpha)
+        return self._zip_inplace(ops.SUB, other, lambda old: old - other)
 
     def mul_(self: Tensor, other: Any) -> Tensor:
         """Self *= other, in place."""
-        return self._inplace(lambda old: old * other)
+        return self._zip_inplace(ops.MUL, other, lambda old: old * other)
 
     def div_(self: Tensor, other: Any) -> Tensor:
         """Self /= other, in place (an error on int64 tensors, as in PyTorch)."""
-        return self._inplace(lambda old: old / other)
+        return self._zip_inplace(ops.DIV, other, lambda old: old / other)
 
     def zero_(self: Tensor) -> Tensor:
         """Set every cell to 0."""

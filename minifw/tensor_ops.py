@@ -365,26 +365,33 @@ def _extent(data: TensorData) -> tuple[tuple[Any, ...], int, int]:
 def _check_no_overlap(what: str, out: TensorData, inputs: tuple[TensorData, ...]) -> None:
     """Raise if `out` may share memory with an input without being exactly that input."""
     for name, x in zip("ab", inputs, strict=False):
-        if x.base is out.base:
-            if (x.offset, x.shape, x.strides) == (out.offset, out.shape, out.strides):
-                continue
-        elif not (
-            isinstance(x.base, np.ndarray)
-            and isinstance(out.base, np.ndarray)
-            and np.may_share_memory(x.base, out.base)
-        ):
-            continue
-        (x_layout, x_low, x_high), (o_layout, o_low, o_high) = _extent(x), _extent(out)
-        if not x.size or not out.size or x_layout == o_layout:
-            continue
-        if x_high < o_low or o_high < x_low:
-            continue
-        raise RuntimeError(
-            f"{what}: the output (shape {out.shape}, strides {out.strides}, offset "
-            f"{out.offset}) overlaps input {name} (shape {x.shape}, strides {x.strides}, "
-            f"offset {x.offset}) without being the same cells in the same layout; write "
-            "into a separate tensor, or into that input itself"
-        )
+        if unsafe_overlap(out, x):
+            raise RuntimeError(
+                f"{what}: the output (shape {out.shape}, strides {out.strides}, offset "
+                f"{out.offset}) overlaps input {name} (shape {x.shape}, strides {x.strides}, "
+                f"offset {x.offset}) without being the same cells in the same layout; write "
+                "into a separate tensor, or into that input itself"
+            )
+
+
+def unsafe_overlap(out: TensorData, x: TensorData) -> bool:
+    """True if `x` may share memory with `out` without being exactly out's cells and layout.
+
+    A kernel writing `out` while reading such an `x` could read cells already written.
+    """
+    if x.base is out.base:
+        if (x.offset, x.shape, x.strides) == (out.offset, out.shape, out.strides):
+            return False
+    elif not (
+        isinstance(x.base, np.ndarray)
+        and isinstance(out.base, np.ndarray)
+        and np.may_share_memory(x.base, out.base)
+    ):
+        return False
+    (x_layout, x_low, x_high), (o_layout, o_low, o_high) = _extent(x), _extent(out)
+    if not x.size or not out.size or x_layout == o_layout:
+        return False
+    return not (x_high < o_low or o_high < x_low)
 
 
 def _check_writable(out: TensorData) -> None:

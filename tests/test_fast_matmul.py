@@ -65,6 +65,7 @@ def run(kernel: Any, a: np.ndarray, b: np.ndarray, n: int, k_contiguous: bool) -
 
 KERNELS = {
     "rows": (fm._matmul_rows, False),
+    "rows serial": (fm._matmul_rows_serial, False),
     "tiled": (fm._matmul, True),
     "tiled serial": (fm._matmul_serial, True),
 }
@@ -80,13 +81,28 @@ def test_each_kernel_matches_numpy(name: str, case: tuple[np.ndarray, np.ndarray
     np.testing.assert_array_equal(run(kernel, a, b, n, k_contiguous), expected)
 
 
+@pytest.mark.parametrize("name", KERNELS)
+def test_each_kernel_across_tile_edges(name: str) -> None:
+    # One tile and a ragged one in every dim of both tilings, k not a multiple of 4.
+    rng = np.random.default_rng(3)
+    kernel, k_contiguous = KERNELS[name]
+    i, k, j = fm.ROWS_I + fm.TILE_I + 5, fm.ROWS_K + fm.TILE_K + 3, fm.ROWS_J + 7
+    a = rng.integers(-3, 4, (2, i, k)).astype(np.float64)
+    b = rng.integers(-3, 4, (1, k, j)).astype(np.float64)
+    np.testing.assert_array_equal(run(kernel, a, b, 2, k_contiguous), np.matmul(a, b))
+
+
 @pytest.mark.parametrize("parallel", [True, False])
-@pytest.mark.parametrize("depth", [1, 4, 7, 129])
-def test_matmul_entry_picks_a_kernel_that_is_right(parallel: bool, depth: int) -> None:
+@pytest.mark.parametrize("depth", [1, 4, 7, 129, fm.ROWS_MAX_DEPTH + 1])
+@pytest.mark.parametrize("cols", [fm.ROWS_MIN_COLS - 1, 70])
+@pytest.mark.parametrize("rows", [5, fm.ROWS_MAX_ROWS + 1])
+def test_matmul_entry_picks_a_kernel_that_is_right(
+    parallel: bool, depth: int, cols: int, rows: int
+) -> None:
     rng = np.random.default_rng(depth)
-    a, b = rng.standard_normal((2, 5, depth)), rng.standard_normal((2, depth, 70))
+    a, b = rng.standard_normal((2, rows, depth)), rng.standard_normal((2, depth, cols))
     for left in (a, np.ascontiguousarray(a.transpose(0, 2, 1)).transpose(0, 2, 1)):
         for right in (b, np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)):
-            out = np.empty((2, 5, 70))
+            out = np.empty((2, rows, cols))
             fm.matmul(*flat(out), *flat(left), *flat(right), parallel)
             np.testing.assert_allclose(out, left @ right, rtol=1e-12, atol=1e-12)

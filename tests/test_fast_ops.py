@@ -260,6 +260,21 @@ def test_big_inputs_cross_task_and_block_boundaries(
 
 @pytest.mark.task3_1
 @both
+@pytest.mark.parametrize("kind", ["contiguous", "permuted", "sliced"])
+def test_rows_longer_than_a_chunk_are_cut_into_pieces(fast: TensorBackend, kind: str) -> None:
+    # 1-D and few-row outputs with a broadcast operand: each row spans several tasks.
+    rng = np.random.default_rng(4)
+    long = 2 * fast_ops.CHUNK + 7
+    for shape, other in (((long,), ()), ((3, long), (long,)), ((2, long), (2, 1))):
+        x, y = rng.integers(-9, 10, shape).astype(np.float64), rng.uniform(1, 2, other)
+        a = layout(x, kind)
+        check(fast.zip(ops.MUL, a, fast.from_numpy(y)), None, x * y, np.float64)
+        check(fast.zip(ops.SUB, fast.from_numpy(y), a), None, y - x, np.float64)
+        check(fast.map(ops.NEG, a.permute(*reversed(range(a.dims)))), None, -x.T, np.float64)
+
+
+@pytest.mark.task3_1
+@both
 def test_reduce_of_a_long_vector_and_of_an_expanded_input(fast: TensorBackend) -> None:
     values = np.arange(40_000, dtype=np.float64) % 7 - 3
     out = fast.reduce(ops.ADD, fast.from_numpy(values), 0)

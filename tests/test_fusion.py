@@ -122,6 +122,30 @@ def test_broadcast_operands_are_read_the_right_way(f, kinds):
     assert [_fusion.leaf_access(r, kernel.group.shape)[0] for r in kernel.group.leaves] == kinds
 
 
+@pytest.mark.parametrize(
+    ("out", "operand", "kind"),
+    [
+        ((4, 3, 5), (3, 5), "column"),  # spans the last two dims
+        ((4, 3, 5), (5,), "column"),
+        ((4, 3, 1), (3, 1), "column"),  # rows of one cell: the column is the row number
+        ((4, 3, 5), (4, 1, 1), "row"),  # one cell per 3 rows
+        ((4, 3, 5), (1, 3, 1), "row"),
+        ((4, 3, 5), (4, 3, 1), "row"),
+        ((64, 10), (64, 1), "row"),
+    ],
+)
+def test_row_and_column_operands_are_read_without_a_division_per_cell(out, operand, kind):
+    f = mf_compile(lambda x, b: (x + b).exp() * b)
+    f(values(out, 1), values(operand, 2))
+    (kernel,) = f.plans()[0].fused
+    kinds = [_fusion._read_kind(r, kernel.group.shape) for r in kernel.group.leaves]
+    assert kinds == ["dense", kind]
+    assert "for r in prange(cells // last):" in kernel.source
+    assert " // n1" not in kernel.source.split("for j in range(last):")[1]
+    x, b = values(out, 3), values(operand, 4)
+    np.testing.assert_array_equal(f(x, b).numpy(), ((x + b).exp() * b).numpy())
+
+
 def test_the_disk_cache_serves_a_second_process(tmp_path):
     script = textwrap.dedent(
         f"""

@@ -133,16 +133,54 @@ def test_state_dict_resumes_exactly(make):
         opt2.load_state_dict({"state": {}, "param_groups": []})
 
 
-def test_sgd_updates_a_parameter_in_place_with_two_launches():
-    start = np.arange(6.0).reshape(2, 3)
-    w = mf.tensor(start, requires_grad=True)
+def two_launch_update(backend, start, grad, lr, dtype):
+    """p - grad * lr as the two unfused launches round it: the reference for the fused kernel."""
+    p, g = (backend.from_numpy(a.astype(dtype)) for a in (start, grad))
+    scaled = backend.zip(mf.operators.MUL, g, backend.full((), lr, dtype))
+    return backend.to_numpy(backend.zip(mf.operators.SUB, p, scaled))
+
+
+def check_sgd_step(backend, dtype, shape):
+    """One SGD step: its launches, its in-place write, and its rounding."""
+    rng = np.random.default_rng(4)
+    start, grad = rng.standard_normal(shape), rng.standard_normal(shape)
+    lr = 0.1  # not exact in binary: g * lr rounds, in float32 too
+    w = mf.tensor(start, dtype=dtype, backend=backend, requires_grad=True)
     storage, version = w.detach().numpy(), w._version
-    w.grad = mf.tensor(np.full((2, 3), 2.0))
+    w.grad = mf.tensor(grad, dtype=dtype, backend=backend)
     with mf.profiler.profile() as prof:
-        optim.SGD([w], lr=0.25).step()
-    assert [(e.name, e.kind) for e in prof.events] == [("mul", "zip"), ("sub", "zip_into")]
-    assert np.shares_memory(w.detach().numpy(), storage) and w._version == version + 1
-    assert w.tolist() == (start - 0.5).tolist()
+        optim.SGD([w], lr=lr).step()
+    launches = [(e.name, e.kind) for e in prof.events]
+    if backend.device == "cpu":
+        assert launches == [("fused[mul,sub]", "fused")]
+        assert np.shares_memory(w.detach().numpy(), storage)
+    else:  # other devices: grad * lr, then param - that written into param
+        assert launches == [("mul", "zip"), ("sub", "zip_into")]
+    assert w._version == version + 1
+    expected = two_launch_update(backend, start, grad, lr, dtype)
+    np.testing.assert_array_equal(w.detach().numpy(), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sgd_step_on_the_cpu_is_one_fused_launch_rounding_as_two(backend, dtype):
+    check_sgd_step(backend, dtype, (2, 3))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sgd_step_on_a_big_parameter_runs_the_parallel_fused_kernel(dtype):
+    check_sgd_step(mf.get_backend("fast"), dtype, (300, 200))
+
+
+def test_sgd_step_with_a_grad_sharing_the_parameters_cells_takes_two_launches():
+    # Writing param while reading an overlapping grad cell by cell would read new values.
+    cells = np.arange(1.0, 9.0)
+    w = mf.from_numpy(cells[2:6]).requires_grad_()
+    w.grad = mf.from_numpy(cells[:4])  # grad[i] is param[i - 2], written two cells earlier
+    expected = cells[2:6] - 0.5 * cells[:4]
+    with mf.profiler.profile() as prof:
+        optim.SGD([w], lr=0.5).step()
+    assert [e.kind for e in prof.events] == ["zip", "zip_into"]
+    assert w.tolist() == expected.tolist()
 
 
 def test_sgd_updates_a_non_contiguous_parameter_cell_by_cell():

@@ -133,3 +133,22 @@ def test_inplace_shape_and_layout_errors() -> None:
         mf.zeros(3, 1).expand(3, 2).add_(1.0)
     with pytest.raises(RuntimeError, match="fill_ only supports 0-dimension value tensor"):
         mf.zeros(3).fill_(mf.zeros(3))
+
+
+def test_an_inplace_op_autograd_does_not_record_is_one_launch_into_the_tensor() -> None:
+    w = mf.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    storage, version = w._data.base, w._version
+    with mf.no_grad(), mf.profiler.profile() as prof:
+        w -= mf.ones(2, 3) * 0.5
+    assert [(e.name, e.kind) for e in prof.events] == [("mul", "zip"), ("sub", "zip_into")]
+    assert w._data.base is storage and w._version == version + 1
+    assert w.tolist() == (np.arange(6.0).reshape(2, 3) - 0.5).tolist()
+
+
+def test_an_inplace_op_reads_an_overlapping_operand_before_writing() -> None:
+    a = mf.arange(6.0)
+    a[1:] += a[:-1]  # each cell adds the old value of its left neighbour, not a running sum
+    assert a.tolist() == [0.0, 1.0, 3.0, 5.0, 7.0, 9.0]
+    b = mf.arange(6.0)
+    b[:-1].mul_(b[1:])
+    assert b.tolist() == [0.0, 2.0, 6.0, 12.0, 20.0, 5.0]
