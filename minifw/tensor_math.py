@@ -50,7 +50,9 @@ class MathMixin:
         return Add.apply(*self._pair(other))
 
     def __radd__(self: Tensor, other: Any) -> Tensor:
-        return Add.apply(*reversed(self._pair(other)))
+        # `2 + x` is x + 2 (the same sum), as in PyTorch; kernels read x's cells in SIMD
+        # lanes and hold the number, the broadcast operand, in a register.
+        return Add.apply(*self._pair(other))
 
     def __sub__(self: Tensor, other: Any) -> Tensor:
         return Sub.apply(*self._pair(other))
@@ -62,7 +64,7 @@ class MathMixin:
         return Mul.apply(*self._pair(other))
 
     def __rmul__(self: Tensor, other: Any) -> Tensor:
-        return Mul.apply(*reversed(self._pair(other)))
+        return Mul.apply(*self._pair(other))  # `2 * x` is x * 2, as `2 + x` above
 
     def __truediv__(self: Tensor, other: Any) -> Tensor:
         return Div.apply(*self._float_pair(other))

@@ -80,6 +80,10 @@ def test_grad_fn_names_and_next_functions() -> None:
     (acc, _), (none, _) = c.grad_fn.next_functions
     assert acc.name() == "AccumulateGrad" and acc.variable is a and none is None
     assert c.grad_fn.next_functions[0][0] is acc  # the same node each time
+    for reflected in (2.0 * a, 2.0 + a):  # the number is the second operand, as in PyTorch
+        assert reflected.grad_fn is not None
+        (first, _), (second, _) = reflected.grad_fn.next_functions
+        assert first is acc and second is None
     names = {
         "AddBackward": a + 1, "SubBackward": a - b, "DivBackward": a / b, "NegBackward": -a,
         "PowBackward": a**2, "ExpBackward": a.exp(), "LogBackward": a.log(),
