@@ -211,7 +211,14 @@ def points_main(argv: Sequence[str] | None, prog: str, backend: str, description
         backend=args.backend,
         seed=args.seed,
     )
-    epochs = epochs_or_default(args, DEFAULTS[args.dataset].epochs)
+    return train_and_report(prog, trainer, args, DEFAULTS[args.dataset].epochs)
+
+
+def train_and_report(
+    prog: str, trainer: Trainer, args: argparse.Namespace, default_epochs: int
+) -> int:
+    """Print the run's settings, train for --epochs (else `default_epochs`); exit status 0."""
+    epochs = epochs_or_default(args, default_epochs)
     print(describe(prog, trainer.config, epochs))
     run(trainer, epochs, **run_args(args))
     return 0

@@ -26,6 +26,7 @@ from .training import (
     build_model,
     make_optimizer,
     minibatch_epoch,
+    or_defaults,
     predict_logits,
 )
 
@@ -130,11 +131,9 @@ class PointsTrainer(Trainer):
         base = DEFAULTS.get(dataset, DEFAULTS["simple"])
         config: dict[str, Any] = {
             "dataset": dataset,
-            "points": base.points if points is None else points,
-            "hidden": base.hidden if hidden is None else hidden,
-            "lr": base.lr if lr is None else lr,
-            "batch": base.batch if batch is None else batch,
-            "optimizer": base.optimizer if optimizer is None else optimizer,
+            **or_defaults(
+                base, points=points, hidden=hidden, lr=lr, batch=batch, optimizer=optimizer
+            ),
             "backend": backend,
             "seed": seed,
         }
@@ -192,9 +191,7 @@ class ScalarTrainer(Trainer):
         base = SCALAR_DEFAULTS.get(dataset, SCALAR_DEFAULTS["simple"])
         config: dict[str, Any] = {
             "dataset": dataset,
-            "points": base.points if points is None else points,
-            "hidden": base.hidden if hidden is None else hidden,
-            "lr": base.lr if lr is None else lr,
+            **or_defaults(base, points=points, hidden=hidden, lr=lr),
             "seed": seed,
         }
         super().__init__(config)

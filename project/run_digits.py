@@ -16,7 +16,7 @@ from collections.abc import Sequence
 if __package__ in (None, ""):  # run as a file: make `project` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from project.cli import base_parser, check_args, describe, epochs_or_default, run, run_args  # noqa: E402
+from project.cli import base_parser, check_args, train_and_report  # noqa: E402
 from project.digits import DEFAULTS, DigitsTrainer  # noqa: E402
 
 
@@ -42,10 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         limit=args.limit,
     )
-    epochs = epochs_or_default(args, DEFAULTS.epochs)
-    print(describe("run_digits", trainer.config, epochs))
-    run(trainer, epochs, **run_args(args))
-    return 0
+    return train_and_report("run_digits", trainer, args, DEFAULTS.epochs)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from pathlib import Path
 if not __package__:  # run as a script: make `project` and `minifw` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from project.cli import check_args, describe, epochs_or_default, points_parser, run, run_args  # noqa: E402
+from project.cli import check_args, points_parser, train_and_report  # noqa: E402
 from project.points import SCALAR_DEFAULTS, ScalarTrainer  # noqa: E402
 
 
@@ -27,10 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_args(parser, args)
     trainer = ScalarTrainer(args.dataset, args.points, args.hidden, args.lr, args.seed)
-    epochs = epochs_or_default(args, SCALAR_DEFAULTS[args.dataset].epochs)
-    print(describe("run_scalar", trainer.config, epochs))
-    run(trainer, epochs, **run_args(args))
-    return 0
+    return train_and_report("run_scalar", trainer, args, SCALAR_DEFAULTS[args.dataset].epochs)
 
 
 if __name__ == "__main__":

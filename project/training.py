@@ -201,6 +201,13 @@ def backend_scope(name: str) -> Iterator[None]:
             mf.set_default_backend(previous)
 
 
+def or_defaults(defaults: Any, **given: Any) -> dict[str, Any]:
+    """Each setting in `given`, or where it is None the attribute of that name of `defaults`."""
+    return {
+        name: getattr(defaults, name) if value is None else value for name, value in given.items()
+    }
+
+
 def build_model(factory: Callable[[], Any], backend: str, seed: int) -> Any:
     """`factory()` with weights drawn from `seed`, on `backend` ("cuda": moved to the GPU)."""
     with backend_scope(backend):
