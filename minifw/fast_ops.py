@@ -104,7 +104,7 @@ def _row_tasks(rows: int, last: int) -> tuple[int, int, int, int]:
 GENERATED_SOURCE: dict[str, str] = {}
 
 
-def _op_by_op(name: str, codes: Any, cell: str) -> Any:
+def _op_by_op(name: str, codes: Any, cell: str, in_place: Any = ()) -> Any:
     """A compiled `name(op, out, o, o_step, a, p, a_step, b, q, b_step, n)` for a line.
 
     It sets out[o + j * o_step] = `cell` with x = a[p + j * a_step], y = b[q + j * b_step]
@@ -116,19 +116,32 @@ def _op_by_op(name: str, codes: Any, cell: str) -> Any:
     codes get that generic loop. The source is generated, so a new op needs no edit here;
     all the loops compile as one function (`GENERATED_SOURCE[name]` holds the source).
     Positions are never negative: unsigned indices spare Numba's wraparound check.
+    Codes in `in_place` also get loops for an `a` that is out's own line (`x += y`):
+    they read x from out, since two arrays over the same cells fail the compiler's
+    run-time overlap test and would keep the loop out of SIMD lanes.
     """
     index = {
         "x": "a[np.uint64(p + j * a_step)]",
         "y": "b[np.uint64(q + j * b_step)]",
     }
+    own_x = "out[np.uint64(o + j * o_step)]"
     store = "for j in range(n): out[np.uint64(o + j * o_step)] = "
     lines = [f"def {name}(op, out, o, o_step, a, p, a_step, b, q, b_step, n):"]
+    if in_place:
+        lines.append("    same = p == o and a_step == o_step and a.ctypes.data == out.ctypes.data")
     for code in codes:
         lines.append(f"    if op == {code}:")
         if "{y}" in cell:  # b broadcast along the line (x * 2, x - row_max): y read once
-            y_once = cell.format(op=code, x=index["x"], y="y")
             lines += ["        if b_step == 0:", "            y = b[q]"]
-            lines += [f"            {store}{y_once}", "            return"]
+            if code in in_place:
+                lines += ["            if same:"]
+                lines += [f"                {store}{cell.format(op=code, x=own_x, y='y')}"]
+                lines += ["                return"]
+            lines += [f"            {store}{cell.format(op=code, x=index['x'], y='y')}"]
+            lines += ["            return"]
+        if code in in_place:
+            own = cell.format(op=code, x=own_x, y=index["y"])
+            lines += ["        if same:", f"            {store}{own}", "            return"]
         lines += [f"        {store}{cell.format(op=code, **index)}", "        return"]
     lines.append(f"    {store}{cell.format(op='op', **index)}")
     GENERATED_SOURCE[name] = source = "\n".join(lines)
@@ -143,7 +156,10 @@ _called = compile_functions(
     [operators], operators.KERNEL_FUNCTIONS, njit, replacements={"exp": _simd_math.exp}
 )
 _map_line = _op_by_op("map_line", operators.UNARY_NAMES, "unary({op}, {x})")
-_zip_line = _op_by_op("zip_line", operators.BINARY_NAMES, "binary({op}, {x}, {y})")
+_zip_line = _op_by_op(
+    "zip_line", operators.BINARY_NAMES, "binary({op}, {x}, {y})",
+    in_place=(operators.ADD, operators.SUB, operators.MUL, operators.DIV),  # +=, -=, *=, /=
+)  # fmt: skip
 
 
 # BEGIN TASK 3.1

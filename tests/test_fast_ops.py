@@ -275,6 +275,25 @@ def test_rows_longer_than_a_chunk_are_cut_into_pieces(fast: TensorBackend, kind:
 
 @pytest.mark.task3_1
 @both
+@pytest.mark.parametrize(
+    ("dtype", "code"),
+    [(d, c) for d in (*FLOATS, np.int64) for c in (ops.ADD, ops.SUB, ops.MUL, ops.DIV)
+     if not (d == np.int64 and c == ops.DIV)],  # int64 `/=` is refused before any kernel
+    ids=lambda v: np.dtype(v).name if isinstance(v, type) else ops.BINARY_NAMES[v],
+)  # fmt: skip
+def test_zip_into_its_own_first_operand(fast: TensorBackend, dtype: Any, code: int) -> None:
+    # `x op= y`: out is a itself, so the kernel's loops that read x from out run.
+    rng = np.random.default_rng(code)
+    start = rng.integers(1, 9, (3, fast_ops.CHUNK // 3 + 5)).astype(dtype)
+    for other in (rng.integers(1, 9, start.shape), rng.integers(1, 9, (3, 1)), np.array(3)):
+        x, y = fast.from_numpy(start), fast.from_numpy(other.astype(dtype))
+        fast.zip(code, x, y, out=x)
+        ufunc = {ops.ADD: np.add, ops.SUB: np.subtract, ops.MUL: np.multiply}.get(code, np.divide)
+        check(x, None, ufunc(start, other.astype(dtype)), dtype)
+
+
+@pytest.mark.task3_1
+@both
 def test_reduce_of_a_long_vector_and_of_an_expanded_input(fast: TensorBackend) -> None:
     values = np.arange(40_000, dtype=np.float64) % 7 - 3
     out = fast.reduce(ops.ADD, fast.from_numpy(values), 0)
