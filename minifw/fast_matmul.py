@@ -123,6 +123,25 @@ def _tile(
             acc[i * TILE_J + j] += s
 
 
+@njit(inline="always")
+def _store_row(out: Any, at: int, step: int, row: Any) -> None:
+    """out[at + j * step] = row[j]; a plain copy (vectorised) when out's row is contiguous."""
+    if step == 1:
+        out[at : at + len(row)] = row
+    else:
+        for j in range(len(row)):
+            out[at + j * step] = row[j]
+
+
+@njit(inline="always")
+def _tile_of(task: int, rows: int, cols: int, tile_i: int, tile_j: int) -> Any:
+    """(batch, first row, first column, height, width) of output tile number `task`."""
+    row_tiles, col_tiles = (rows + tile_i - 1) // tile_i, (cols + tile_j - 1) // tile_j
+    n, rest = task // (row_tiles * col_tiles), task % (row_tiles * col_tiles)
+    i0, j0 = (rest // col_tiles) * tile_i, (rest % col_tiles) * tile_j
+    return n, i0, j0, min(tile_i, rows - i0), min(tile_j, cols - j0)
+
+
 @njit(parallel=True, cache=True, fastmath=SUM_MATH)
 def _matmul(
     out: Any, out_shape: Any, out_strides: Any,
@@ -147,19 +166,18 @@ def _matmul(
     batches, rows, cols, depth = out_shape[0], out_shape[1], out_shape[2], a_shape[2]
     x_n, x_row = a_strides[0] if a_shape[0] > 1 else 0, a_strides[1]
     y_n, y_row = b_strides[0] if b_shape[0] > 1 else 0, b_strides[2]
-    row_tiles, col_tiles = (rows + TILE_I - 1) // TILE_I, (cols + TILE_J - 1) // TILE_J
-    for task in prange(batches * row_tiles * col_tiles):
-        n, rest = task // (row_tiles * col_tiles), task % (row_tiles * col_tiles)
-        i0, j0 = (rest // col_tiles) * TILE_I, (rest % col_tiles) * TILE_J
-        h, w = min(TILE_I, rows - i0), min(TILE_J, cols - j0)
+    tiles = ((rows + TILE_I - 1) // TILE_I) * ((cols + TILE_J - 1) // TILE_J)
+    for task in prange(batches * tiles):
+        n, i0, j0, h, w = _tile_of(task, rows, cols, TILE_I, TILE_J)
         acc = np.zeros(TILE_I * TILE_J, out.dtype)
         for k0 in range(0, depth, TILE_K):
             xo, yo = n * x_n + i0 * x_row + k0, n * y_n + j0 * y_row + k0
             _tile(a, xo, x_row, b, yo, y_row, h, w, min(TILE_K, depth - k0), acc)
         o = n * out_strides[0] + i0 * out_strides[1] + j0 * out_strides[2]
         for i in range(h):
-            for j in range(w):
-                out[o + i * out_strides[1] + j * out_strides[2]] = acc[i * TILE_J + j]
+            _store_row(
+                out, o + i * out_strides[1], out_strides[2], acc[i * TILE_J : i * TILE_J + w]
+            )
 
 
 @njit(inline="always")
@@ -223,16 +241,6 @@ def _four_row_updates(
             r3[j] += c3 * y[j]
 
 
-@njit(inline="always")
-def _store_row(out: Any, at: int, step: int, row: Any) -> None:
-    """out[at + j * step] = row[j]; a plain copy (vectorised) when out's row is contiguous."""
-    if step == 1:
-        out[at : at + len(row)] = row
-    else:
-        for j in range(len(row)):
-            out[at + j * step] = row[j]
-
-
 @njit(parallel=True, cache=True, fastmath=SUM_MATH)
 def _matmul_rows(
     out: Any, out_shape: Any, out_strides: Any,
@@ -259,11 +267,9 @@ def _matmul_rows(
     batches, rows, cols, depth = out_shape[0], out_shape[1], out_shape[2], a_shape[2]
     x_n, x_row, x_k = a_strides[0] if a_shape[0] > 1 else 0, a_strides[1], a_strides[2]
     y_n, y_k = b_strides[0] if b_shape[0] > 1 else 0, b_strides[1]
-    row_tiles, col_tiles = (rows + ROWS_I - 1) // ROWS_I, (cols + ROWS_J - 1) // ROWS_J
-    for task in prange(batches * row_tiles * col_tiles):
-        n, rest = task // (row_tiles * col_tiles), task % (row_tiles * col_tiles)
-        i0, j0 = (rest // col_tiles) * ROWS_I, (rest % col_tiles) * ROWS_J
-        h, w = min(ROWS_I, rows - i0), min(ROWS_J, cols - j0)
+    tiles = ((rows + ROWS_I - 1) // ROWS_I) * ((cols + ROWS_J - 1) // ROWS_J)
+    for task in prange(batches * tiles):
+        n, i0, j0, h, w = _tile_of(task, rows, cols, ROWS_I, ROWS_J)
         acc = np.zeros((h + 3) // 4 * 4 * w, out.dtype)  # rows of w cells, h rounded up
         for k0 in range(0, depth, ROWS_K):
             xo, yo = n * x_n + i0 * x_row + k0 * x_k, n * y_n + k0 * y_k + j0

@@ -28,6 +28,7 @@ from .autodiff import no_grad
 from .nn.module import Parameter
 from .tensor import Tensor
 from .tensor_data import TensorData
+from .tensor_ops import unsafe_overlap
 
 ParamLike = Parameter | Tensor
 
@@ -60,7 +61,7 @@ def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
         and p.is_contiguous()
         and g.is_contiguous()
         and not capturing()  # a capture records the two launches below instead
-        and not np.may_share_memory(p.storage[: p.size], g.storage[: g.size])
+        and not unsafe_overlap(p, g)  # the kernel reads each cell before writing it
     ):
         _fused_sub_scaled(param, grad, lr)
     else:
