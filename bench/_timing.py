@@ -23,3 +23,21 @@ def best_time(fn: Timer, repeat: int, budget: float = 0.5) -> float:
         took = time.perf_counter() - start
         best, spent, runs = min(best, took), spent + took, runs + 1
     return best
+
+
+def best_times(fns: dict[str, Timer], repeat: int, rounds: int = 5) -> dict[str, float]:
+    """The best wall time of each of `fns`, timed in turns: `rounds` blocks of `repeat` calls.
+
+    Taking turns gives each function the same share of a shared machine's quiet spells,
+    so their ratios do not depend on which ran during a busy one.
+    """
+    for fn in fns.values():
+        fn()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            for _ in range(repeat):
+                start = time.perf_counter()
+                fn()
+                best[name] = min(best[name], time.perf_counter() - start)
+    return best

@@ -6,8 +6,8 @@ Run from the repository root:
     python bench/compile.py --quick         # tiny sizes, a smoke run
     python bench/compile.py --n 4000000 --batch 256 --repeat 20
 
-Cases (each warmed up once, which also captures and compiles, then timed `--repeat`
-times; the best time is reported):
+Cases (each warmed up once, which also captures and compiles, then timed in turns,
+five blocks of `--repeat` calls each; the best time is reported):
 
 - chain: ((x * y + x) * y - x).relu() * 0.5 on n float64 cells (6 ops, memory-bound):
   minifw eager (6 kernels), compiled with mode="replay" (the same 6 kernels without
@@ -16,9 +16,10 @@ times; the best time is reported):
   per cell makes it compute-bound, so fusion saves less (numpy's exp is SIMD).
 - mlp: one SGD step (forward, backward, in-place update) of a 784-128-10 ReLU MLP
   with a softmax cross-entropy written with tensor ops: eager; "fwd-only", the loss
-  compiled (the backward runs eagerly, op by op); "compiled", forward and backward
-  compiled together (`loss.backward()` inside the compiled function; the update
-  stays eager); and the same code in PyTorch CPU.
+  compiled (the backward runs eagerly, op by op); "fwd+bwd", forward and backward
+  compiled together (`loss.backward()` inside the compiled function, the update
+  eager); "compiled", the whole step compiled (the update `p -= lr * p.grad` too);
+  and the same step in PyTorch CPU, eager.
 
 Ratios are "other time / compiled time": above 1 means the compiled version is faster.
 Targets (issue 8): chain compiled >= 3x eager and faster than numpy; MLP step compiled
@@ -28,8 +29,8 @@ at least as fast as PyTorch.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import best_times  # noqa: E402
 
 import minifw as mf  # noqa: E402
 from minifw.compile import compile as mf_compile  # noqa: E402
@@ -46,17 +50,6 @@ try:
     import torch
 except ImportError:  # PyTorch is optional
     torch = None
-
-
-def best_time(fn: Callable[[], Any], repeat: int) -> float:
-    """The best wall time of `repeat` calls of `fn`, after one warm-up call."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def per_call(fn: Callable[[], Any]) -> str:
@@ -100,12 +93,13 @@ def bench_chain(
     for version in (chain, replay, fused):
         version(x, y)
         np.testing.assert_allclose(version(x, y).numpy(), want, rtol=1e-12, atol=1e-12)
-    times = {
-        "eager": best_time(lambda: chain(x, y), repeat),
-        "replay": best_time(lambda: replay(x, y), repeat),
-        "compiled": best_time(lambda: fused(x, y), repeat),
-        "numpy": best_time(lambda: chain_numpy(xs, ys), repeat),
+    cases = {
+        "eager": lambda: chain(x, y),
+        "replay": lambda: replay(x, y),
+        "compiled": lambda: fused(x, y),
+        "numpy": lambda: chain_numpy(xs, ys),
     }
+    times = best_times(cases, repeat)
     print(f"{chain.__name__}, {n:,} float64 cells")
     print(f"  eager    : {per_call(lambda: chain(x, y))}")
     print(f"  compiled : {per_call(lambda: fused(x, y))}")
@@ -130,34 +124,40 @@ def bench_mlp(batch: int, sizes: tuple[int, int, int], repeat: int, lr: float) -
 
     def minifw_step(compiled: str) -> Callable[[], Any]:
         params = [mf.tensor(v, requires_grad=True) for v in inits]
-        loss_fn = mf_compile(mlp_loss) if compiled == "forward" else mlp_loss
+        loss_fn = mf_compile(mlp_loss) if compiled == "fwd-only" else mlp_loss
 
         def forward_backward(x: Any, onehot: Any) -> Any:
             loss = loss_fn(x, onehot, *params)
             loss.backward()
             return loss
 
-        run = mf_compile(forward_backward) if compiled == "step" else forward_backward
-
-        def step() -> Any:
-            loss = run(x, onehot)
+        def update() -> None:
             with mf.no_grad():
                 for p in params:
                     p -= lr * p.grad
                     p.grad = None
+
+        def whole_step(x: Any, onehot: Any) -> Any:
+            loss = forward_backward(x, onehot)
+            update()
+            return loss
+
+        if compiled == "compiled":
+            return functools.partial(mf_compile(whole_step), x, onehot)
+        run = mf_compile(forward_backward) if compiled == "fwd+bwd" else forward_backward
+
+        def step() -> Any:
+            loss = run(x, onehot)
+            update()
             return loss
 
         return step
 
-    steps = {name: minifw_step(name) for name in ("eager", "forward", "step")}
-    for _ in range(2):
+    steps = {name: minifw_step(name) for name in ("eager", "fwd-only", "fwd+bwd", "compiled")}
+    for _ in range(3):
         losses = [steps[name]().item() for name in steps]
         assert max(losses) - min(losses) <= 1e-4 * max(1.0, abs(losses[0])), losses
-    times = {
-        "eager": best_time(steps["eager"], repeat),
-        "fwd-only": best_time(steps["forward"], repeat),
-        "compiled": best_time(steps["step"], repeat),
-    }
+    cases: dict[str, Callable[[], Any]] = dict(steps)
     if torch is not None:
         tx, tonehot = torch.tensor(xs), torch.tensor(onehots)
         tparams = [torch.tensor(v, requires_grad=True) for v in inits]
@@ -170,11 +170,11 @@ def bench_mlp(batch: int, sizes: tuple[int, int, int], repeat: int, lr: float) -
                     p -= lr * p.grad
                     p.grad = None
 
-        times["torch"] = best_time(torch_step, repeat)
+        cases["torch"] = torch_step
+    times = best_times(cases, repeat)
     print(f"mlp step, {'-'.join(map(str, sizes))}, batch {batch}, float32")
-    print(f"  eager    : {per_call(steps['eager'])}")
-    print(f"  fwd-only : {per_call(steps['forward'])}")
-    print(f"  compiled : {per_call(steps['step'])}")
+    for name, step in steps.items():
+        print(f"  {name:9s}: {per_call(step)}")
     return times
 
 

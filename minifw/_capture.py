@@ -10,7 +10,10 @@ storage, the output of a step, the storage of a tensor object the graph reads
 What cannot be replayed is listed in `Recorder.problems` (a capture with problems
 runs eagerly instead): reading values on the host (`item()`, `numpy()`,
 `tolist()`, printing, casts), writing in place into a tensor the traced ops did
-not compute, random numbers, and autograd state the replay cannot rebuild.
+not compute (except a leaf whose gradient a backward in the function made: an
+optimizer step), random numbers, and autograd state the replay cannot rebuild.
+Code above this layer reports what it cannot replay with `refuse`, and the Python
+values it reads that a replay must match with `guard`.
 """
 
 from __future__ import annotations
@@ -89,7 +92,12 @@ class Graph:
     """A captured function: buffers, steps, objects, autograd nodes, and the result.
 
     `grads` pairs each leaf (a reference) whose `.grad` a backward inside the
-    function set with the view of the buffer holding that gradient.
+    function set with the view of the buffer holding that gradient, or None when
+    the function used that gradient and set `.grad` back to None (an update step).
+    `guards` pairs functions reading Python state with the values they returned
+    at capture: a replay runs only while they return the same. `cleared` holds the
+    leaves whose `.grad` the function set to None before its backward set it
+    (`optimizer.zero_grad()` first): a replay clears them too.
     """
 
     buffers: list[Buffer]
@@ -98,7 +106,9 @@ class Graph:
     nodes: list[Node]
     result: Any
     needed: set[int] = field(default_factory=set)
-    grads: list[tuple[Any, Ref]] = field(default_factory=list)
+    grads: list[tuple[Any, Ref | None]] = field(default_factory=list)
+    guards: list[tuple[Callable[[], Any], Any]] = field(default_factory=list)
+    cleared: list[Any] = field(default_factory=list)
 
 
 class Recorder:
@@ -112,6 +122,8 @@ class Recorder:
         self.grads_before = [t.grad for t in inputs]
         self.backward_ran = False
         self.leaves: dict[int, Tensor] = {}  # leaves whose .grad a backward in f made
+        self.guards: list[tuple[Callable[[], Any], Any]] = []
+        self.cleared: dict[int, Tensor] = {}  # leaves whose .grad f set to None first
         self._ids: dict[int, int] = {}
         self._alive: list[Any] = []  # every storage seen, so that ids stay unique
         for i, t in enumerate(inputs):
@@ -154,12 +166,12 @@ class Recorder:
             inputs = tuple(self.ref(d) for d in launch.inputs)
             out = launch.outs[0]
             if kind in ("map_into", "zip_into"):
-                number = self._ids.get(id(out.base))
-                if number is None or self.buffers[number].origin not in ("input", "step"):
+                if not self._writable(out):
                     self.problems.append(
                         f"it writes in place into a tensor of shape {out.shape} that the "
                         "traced ops did not compute (a tensor made inside the function by "
-                        "zeros/empty/cat, or state outside it)"
+                        "zeros/empty/cat, or state outside it other than a leaf whose "
+                        "gradient its backward made)"
                     )
             else:
                 fill = out.base[0] if kind == "reduce" else None
@@ -174,6 +186,23 @@ class Recorder:
             self.steps.append(step)
             self._note_backward(sys._getframe(1))
         proceed(launch)
+
+    def _writable(self, out: TensorData) -> bool:
+        """True if a replay can write into `out`: an input, a step's output, or a leaf.
+
+        A leaf qualifies once a backward in f made its gradient (an optimizer step); the
+        replay looks its storage up again at every call, as it does for parameters.
+        """
+        number = self._ids.get(id(out.base))
+        if number is not None and self.buffers[number].origin in ("input", "step"):
+            return True
+        return any(leaf._data.base is out.base for leaf in self.leaves.values())
+
+    def grads_cleared(self, tensors: list[Tensor]) -> None:
+        """Note tensors whose `.grad` f sets to None (those no backward in f set yet)."""
+        for t in tensors:
+            if id(t) not in self.leaves:
+                self.cleared.setdefault(id(t), t)
 
     def _zip_into_temp(self, launch: Launch, inputs: tuple[Ref, ...]) -> Ref:
         """Record the zip of a "zip_into" launch into a new buffer; return its view."""
@@ -239,6 +268,28 @@ def recording(recorder: Recorder) -> Iterator[None]:
         recorder.problems.append("it draws random numbers (rand, randn, dropout, ...)")
 
 
+def refuse(reason: str) -> None:
+    """Tell this thread's capture, if any, that what runs now cannot be replayed (why)."""
+    if _watching.recorders:
+        _watching.recorders[-1].problems.append(reason)
+
+
+def guard(read: Callable[[], Any]) -> None:
+    """Make this thread's capture, if any, replay only while `read()` returns what it does now.
+
+    For Python state that code under capture reads and bakes into the kernels it
+    launches (an optimizer's learning rate): a change captures again.
+    """
+    if _watching.recorders:
+        _watching.recorders[-1].guards.append((read, read()))
+
+
+def grads_cleared(tensors: list[Tensor]) -> None:
+    """Tell this thread's capture, if any, that these tensors' `.grad` is set to None now."""
+    if _watching.recorders:
+        _watching.recorders[-1].grads_cleared(tensors)
+
+
 def _leaf_grad(leaf: Tensor, added: bool) -> None:
     """The grad hook of `tensor_autograd`: tells this thread's capture, if any."""
     if _watching.recorders:
@@ -271,7 +322,7 @@ def _watch_host_reads() -> None:
 
 def analyse(recorder: Recorder, result: Any) -> Graph:
     """Describe the function's result (and its autograd graph) over the recorded buffers."""
-    graph = Graph(recorder.buffers, recorder.steps, [], [], None)
+    graph = Graph(recorder.buffers, recorder.steps, [], [], None, guards=recorder.guards)
     describer = _Describer(recorder, graph)
     outputs: list[Tensor] = []
     _collect(result, outputs)
@@ -280,9 +331,14 @@ def analyse(recorder: Recorder, result: Any) -> Graph:
             raise UnsupportedError("it sets the .grad of an argument in a way the replay cannot")
     if recorder.backward_ran:
         describer.detached = True  # the graph is spent: results come back without history
+        cleared = [t for key, t in recorder.cleared.items() if key in recorder.leaves]
+        graph.cleared = [describer.value(t) for t in cleared]
         for leaf in recorder.leaves.values():
-            if leaf._hooks or leaf.grad is None:
+            if leaf._hooks:
                 raise UnsupportedError("its backward runs hooks on a leaf")
+            if leaf.grad is None:  # used (by an update step) and set back to None
+                graph.grads.append((describer.value(leaf), None))
+                continue
             grad = recorder.ref(leaf.grad._data)
             if graph.buffers[grad.buf].origin != "step" or leaf.history is not None:
                 raise UnsupportedError("its backward sets a .grad in a way the replay cannot")
@@ -395,4 +451,4 @@ class _Describer:
 
 
 __all__ = ["Buffer", "Graph", "Node", "Recorder", "Ref", "Step", "UnsupportedError", "analyse",
-           "capturing", "recording"]  # fmt: skip
+           "capturing", "grads_cleared", "guard", "recording", "refuse"]  # fmt: skip

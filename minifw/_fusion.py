@@ -4,8 +4,11 @@
 that have the same output shape, where each step reads the outputs of earlier
 members cell for cell (same shape, row-major). Reading a member any other way
 (broadcast, transposed, by a reduce or a matmul) closes its group, which then
-runs before that reader; an in-place write closes every open group. Operands
-from outside a group (graph inputs, parameters, matmul results) may broadcast.
+runs before that reader; an in-place write closes every open group, and when it
+only copies a group's result into a tensor the group reads cell for cell (if at
+all), that group writes the tensor's cells itself (`x -= lr * g`: one kernel, no
+copy). Operands from outside a group (graph inputs, parameters, matmul results)
+may broadcast.
 
 `fused_kernel` writes Python source for a group (one `prange` loop; per output
 cell it reads each operand once, evaluates the members with the scalar functions
@@ -24,6 +27,7 @@ import os
 import sys
 import tempfile
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +63,7 @@ class Group:
     closed: bool = False
     outputs: list[int] = field(default_factory=list)
     leaves: list[Ref] = field(default_factory=list)
+    into: dict[int, Ref] = field(default_factory=dict)  # output -> where it is written instead
 
 
 def fusable(step: Step) -> bool:
@@ -78,6 +83,7 @@ def plan_fusion(steps: list[Step], dtypes: list[str], needed: set[int]) -> list[
     program: list[int | Group] = []
     open_groups: list[Group] = []
     owner: dict[int, Group] = {}  # output buffer of a member -> its group
+    readers = Counter(r.buf for step in steps for r in step.inputs)
 
     def close(group: Group) -> None:
         if not group.closed:
@@ -88,8 +94,13 @@ def plan_fusion(steps: list[Step], dtypes: list[str], needed: set[int]) -> list[
     for number, step in enumerate(steps):
         if not (fusable(step) and all(dtypes[r.buf] in _CASTS for r in step.inputs)):
             if step.kind == "map_into":
-                for group in list(open_groups):
+                source = _copied_group(step, owner, steps, dtypes, needed, readers)
+                for group in [g for g in open_groups if g is not source]:
                     close(group)
+                if source is not None:  # x -= y: the group writes x's cells itself
+                    source.into[step.inputs[0].buf] = step.out
+                    close(source)
+                    continue
             for ref in step.inputs:
                 if ref.buf in owner:
                     close(owner[ref.buf])
@@ -124,6 +135,37 @@ def plan_fusion(steps: list[Step], dtypes: list[str], needed: set[int]) -> list[
     return [_finish(item, steps, needed) if isinstance(item, Group) else item for item in program]
 
 
+def _copied_group(
+    copy: Step, owner: dict[int, Group], steps: list[Step], dtypes: list[str],
+    needed: set[int], readers: Counter[int],
+) -> Group | None:  # fmt: skip
+    """The open group whose output `copy` (a map_into) only copies, if it may write there.
+
+    That is when the copy is the output's only reader, cell for cell into a row-major
+    view of the same dtype, and the group reads the target's cells (if at all) only
+    each at the cell it writes: each cell is then read before it is written.
+    """
+    (source,) = copy.inputs
+    group = owner.get(source.buf)
+    if (
+        copy.op != operators.ID
+        or group is None
+        or group.closed
+        or source.buf in needed
+        or readers[source.buf] != 1
+        or owner.get(copy.out.buf) is not None
+        or dtypes[source.buf] != dtypes[copy.out.buf]
+        or not (_reads_cellwise(source, group.shape) and copy.out.shape == group.shape)
+        or not _row_major(copy.out)
+    ):
+        return None
+    target = copy.out.buf
+    for m in group.members:
+        if any(r.buf == target and r != copy.out for r in steps[m].inputs):
+            return None
+    return group
+
+
 def _reads_cellwise(ref: Ref, shape: tuple[int, ...]) -> bool:
     return ref.shape == shape and ref.offset == 0 and _row_major(ref)
 
@@ -135,7 +177,7 @@ def _row_major(ref: Ref) -> bool:
 def _finish(group: Group, steps: list[Step], needed: set[int]) -> int | Group:
     """A one-step group runs unfused; else decide which outputs to write, which leaves to read."""
     group.members.sort()
-    if len(group.members) == 1:
+    if len(group.members) == 1 and not group.into:
         return group.members[0]
     inside = {steps[m].out.buf for m in group.members}
     read_outside: set[int] = set()
@@ -342,8 +384,9 @@ def set_cache_dir(path: str | os.PathLike[str] | None) -> None:
 
 
 def _salt() -> str:
-    """What generated kernels depend on besides their source: the scalar functions, numba."""
-    parts = [inspect.getsource(operators), numba.__version__, np.__version__]
+    """What generated kernels depend on besides their source: the functions they call, numba."""
+    parts = [inspect.getsource(module) for module in (operators, _simd_math)]
+    parts += [numba.__version__, np.__version__]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 

@@ -25,9 +25,11 @@ from .tensor import Tensor
 from .tensor_data import TensorData
 from .tensor_functions import Function, FunctionCtx
 
+WRITABLE = ("input", "object")  # buffers from outside whose in-place writes a replay repeats
+
 
 class RecaptureError(Exception):
-    """A parameter's layout or requires_grad changed since the capture: capture again."""
+    """A parameter's layout or requires_grad, or a guarded value, changed: capture again."""
 
 
 class RunEagerError(Exception):
@@ -94,9 +96,16 @@ class _StepRun:
         out = graph.buffers[step.out.buf]
         self.size, self.dtype, self.fill = out.size, out.dtype, out.fill
         self.refs = (step.out, *step.inputs)
-        self.arrays = [
-            (np.array(r.shape, np.int64), np.array(r.strides, np.int64)) for r in self.refs
+        # Per operand: buffer, offset, shape and strides as the kernels take them.
+        self.operands = [
+            (r.buf, r.offset, np.array(r.shape, np.int64), np.array(r.strides, np.int64))
+            for r in self.refs
         ]
+        self.head: list[Any] = [] if step.kind == "matmul" else [step.op]
+        self.tail: list[Any] = [step.dim] if step.kind == "reduce" else []
+        # A reduction's start value, copied into each new output (host storage only).
+        on_host = step.backend.device == "cpu" and self.fill is not None
+        self.start = np.full(self.size, self.fill, self.dtype) if on_host else None
 
     def buffers(self) -> list[int]:
         """The buffers this step reads or writes."""
@@ -107,6 +116,8 @@ class _StepRun:
         if self.fresh:
             if self.fill is None:
                 bufs[step.out.buf] = self.ops.empty(self.size, self.dtype)
+            elif self.start is not None:
+                bufs[step.out.buf] = self.start.copy()
             else:
                 bufs[step.out.buf] = self.ops.from_numpy(np.full(self.size, self.fill, self.dtype))
         if observed:
@@ -116,12 +127,11 @@ class _StepRun:
             )
             _launch_hooks.deliver(launch)
             return
-        args: list[Any] = [] if step.kind == "matmul" else [step.op]
-        for ref, (shape, strides) in zip(self.refs, self.arrays, strict=True):
-            args += (_storage(bufs, ref), shape, strides)
-        if step.kind == "reduce":
-            args.append(step.dim)
-        self.kernel(*args)
+        args = self.head.copy()
+        for buf, offset, shape, strides in self.operands:
+            base = bufs[buf]
+            args += (base[offset:] if offset else base, shape, strides)
+        self.kernel(*args, *self.tail)
 
 
 class _FusedRun:
@@ -136,33 +146,42 @@ class _FusedRun:
         self.cells = int(np.prod(group.shape, dtype=np.int64))
         self.kernel = kernels[0] if self.cells >= PARALLEL_FROM else kernels[1]
         self.outputs = [(b, graph.buffers[b].dtype) for b in group.outputs]
-        self.extras = [leaf_access(r, group.shape)[1] for r in group.leaves]
+        self.into = group.into  # outputs written into another buffer's cells (x -= y)
+        # Per operand read: buffer, offset and the sizes the kernel takes after it.
+        self.reads = [(r.buf, r.offset, leaf_access(r, group.shape)[1]) for r in group.leaves]
         self.ops = tuple(graph.steps[m].op for m in group.members)
         names = [graph.steps[m] for m in group.members]
         self.name = "fused[" + ",".join(_launch_hooks.op_name(s.kind, s.op) for s in names) + "]"
 
     def buffers(self) -> list[int]:
         """The buffers this kernel reads or writes."""
-        return [b for b, _ in self.outputs] + [ref.buf for ref in self.group.leaves]
+        written = [self.into[b].buf if b in self.into else b for b, _ in self.outputs]
+        return written + [ref.buf for ref in self.group.leaves]
 
     def run(self, bufs: list[Any], observed: bool) -> None:
         empty = self.backend.ops.empty
+        outs = []
         for b, dtype in self.outputs:
-            bufs[b] = empty(self.cells, dtype)
-        args = [self.shape, *(bufs[b] for b, _ in self.outputs)]
-        for ref, extra in zip(self.group.leaves, self.extras, strict=True):
-            args += (_storage(bufs, ref), *extra)
+            if b in self.into:
+                outs.append(_storage(bufs, self.into[b]))
+            else:
+                out = bufs[b] = empty(self.cells, dtype)
+                outs.append(out)
+        args = [self.shape, *outs]
+        for buf, offset, extra in self.reads:
+            base = bufs[buf]
+            args += (base[offset:] if offset else base, *extra)
         if self.cells == 0:
             return
         if not observed:
             self.kernel(*args)
             return
         shape = self.group.shape
-        outs = tuple(TensorData(bufs[b], shape) for b, _ in self.outputs)
+        datas = tuple(TensorData(out, shape) for out in outs)
         leaves = tuple(
             TensorData(bufs[r.buf], r.shape, r.strides, r.offset) for r in self.group.leaves
         )
-        launch = Launch(self.backend, "fused", -1, outs, leaves, name=self.name,
+        launch = Launch(self.backend, "fused", -1, datas, leaves, name=self.name,
                         fused_ops=self.ops, runner=lambda: self.kernel(*args))  # fmt: skip
         _launch_hooks.deliver(launch)
 
@@ -183,11 +202,11 @@ class Plan:
             else:
                 self.program.append(_StepRun(graph.steps[item], graph))
         self.inputs = [(b.index, n) for n, b in enumerate(graph.buffers) if b.origin == "input"]
-        # In-place writes into inputs bump their version, as the eager in-place op does.
+        # In-place writes into inputs and parameters bump their version, as eager ones do.
         self.bumps = [
             step.out.buf
             for step in graph.steps
-            if step.kind == "map_into" and graph.buffers[step.out.buf].origin == "input"
+            if step.kind == "map_into" and graph.buffers[step.out.buf].origin in WRITABLE
         ]
         self.consts = [(n, b.storage) for n, b in enumerate(graph.buffers) if b.origin == "const"]
         # Free each intermediate after its last use, as eager code drops dead tensors.
@@ -213,8 +232,10 @@ class Plan:
         ]
         for item in self.program:
             if isinstance(item, _FusedRun):
+                into = f" ({len(item.into)} in place)" if item.into else ""
+                reads = len(item.group.leaves)
                 lines.append(f"  {item.name} over {list(item.group.shape)}, writes "
-                             f"{len(item.outputs)}, reads {len(item.group.leaves)}")  # fmt: skip
+                             f"{len(item.outputs)}{into}, reads {reads}")  # fmt: skip
             else:
                 s = item.step
                 lines.append(f"  {_launch_hooks.op_name(s.kind, s.op)} -> {list(s.out.shape)}")
@@ -229,6 +250,8 @@ class Plan:
     def run(self, inputs: list[Tensor]) -> Any:
         """Run the program on `inputs` and rebuild the result (with its autograd graph)."""
         graph = self.graph
+        if any(read() != value for read, value in graph.guards):
+            raise RecaptureError
         bufs: list[Any] = [None] * len(graph.buffers)
         versions: dict[int, list[int]] = {}
         for index, n in self.inputs:
@@ -248,6 +271,8 @@ class Plan:
         for n, storage in self.consts:
             bufs[n] = storage
         rebuild = _Rebuild(self, bufs, versions, inputs)
+        for leaf in graph.cleared:  # f clears these first (optimizer.zero_grad())
+            rebuild.value(leaf).grad = None
         leaves = [rebuild.value(leaf) for leaf, _ in graph.grads]
         if any(leaf.grad is not None or leaf._hooks for leaf in leaves):
             raise RunEagerError
@@ -260,7 +285,8 @@ class Plan:
         for n in self.bumps:
             versions[n][0] += 1
         for leaf, (_, grad) in zip(leaves, graph.grads, strict=True):
-            leaf.grad = rebuild.tensor(grad, leaf.backend)
+            if grad is not None:
+                leaf.grad = rebuild.tensor(grad, leaf.backend)
         return rebuild.result()
 
 

@@ -38,14 +38,22 @@ Capture semantics (the tracing pitfalls)
       host (`.item()`, `float(t)`, `.tolist()`, `.numpy()`, printing, and so
       dtype casts), random numbers (`rand`, dropout), writing in place into a
       tensor the traced ops did not compute (`cat`, `stack`, filling a fresh
-      `zeros`, updating state outside `f`), hooks on intermediates, or arguments
-      of other types. Never a wrong answer.
+      `zeros`, updating state outside `f`; parameters are the exception, below),
+      an optimizer step that keeps per-parameter state (SGD with momentum, Adam),
+      hooks on intermediates, or arguments of other types. Never a wrong answer.
     - A whole training step can be captured: when `f` calls `loss.backward()`,
       the backward's kernels are captured (and fused) too, and each replay sets
       the `.grad` of the leaves it reached (arguments or parameters `f` reads).
-      Their `.grad` must be None when `f` is called (`zero_grad(set_to_none=True)`);
-      a call where one is set runs eagerly, so the gradients accumulate as usual.
-      The tensors such an `f` returns come back without autograd history.
+      Their `.grad` must be None when `f` is called, or `f` must clear them first
+      (`optimizer.zero_grad()`); a call where one is set otherwise runs eagerly,
+      so the gradients accumulate as usual. The tensors such an `f` returns come
+      back without autograd history.
+    - The update can be part of the step: after its backward, `f` may write in
+      place into those leaves (`p -= lr * p.grad` under `no_grad`, or a plain
+      `optimizer.step()`) and set their `.grad` to None; each update runs as one
+      fused kernel writing the parameter's cells. The hyperparameters an
+      optimizer reads (lr, weight decay) are guarded: a scheduler's new lr
+      captures again rather than replaying the old one.
     - The first call's result is the eager result itself.
     - numpy data that `f` turns into tensors is frozen at capture.
     - Calls made while another compiled function is being captured run eagerly

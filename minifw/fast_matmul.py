@@ -24,17 +24,20 @@ TILE_K = 256
 ROWS_I = 32
 ROWS_J = 256
 ROWS_K = 256
-# Narrower products (a matrix times a vector) fill SIMD lanes better as dot products,
-# and so do products both deep and tall (their long dot products, over many rows of a,
-# pay back `_matmul`'s copy of b).
-ROWS_MIN_COLS = 8
+# `_matmul_rows` runs its SIMD lanes along rows of b: it needs rows of at least one
+# vector (VECTOR_BYTES, an AVX-512 register). Narrower products (a matrix times a
+# vector) fill the lanes better as dot products, and so do products both deep and tall
+# (their long dot products, over many rows of a, pay back `_matmul`'s copy of b).
+VECTOR_BYTES = 64
 ROWS_MAX_DEPTH = 256
 ROWS_MAX_ROWS = 128
 # Operands whose k dim is not contiguous are first copied in BLOCK x BLOCK blocks.
 BLOCK = 32
+COPY_PARALLEL_FROM = 32768
 # `reassoc` lets the dot products run in SIMD lanes and `contract` fuses multiply-adds:
 # both only change the rounding of sums. No nnan/ninf.
 SUM_MATH = {"reassoc", "contract"}
+U = np.uint64  # an index type Numba does not check for negative values
 
 
 # BEGIN TASK 3.2
@@ -65,7 +68,7 @@ def _k_major(src: Any, shape: Any, strides: Any, line_dim: int, k_dim: int) -> A
             s = n * strides[0] + line * l_step
             d = (n * lines + line) * depth
             for k in range(k0, min(depth, k0 + BLOCK)):
-                copy[d + k] = src[s + k * k_step]
+                copy[U(d + k)] = src[U(s + k * k_step)]
     return copy
 
 
@@ -200,45 +203,37 @@ def _four_row_updates(
     """acc[at + r*w + j] += sum_k a[ao + r*a_row + k*a_k] * b[bo + k*b_k + j], r < h, j < w.
 
     Four rows of acc (rows past `h` get zero coefficients: acc has room for them and
-    they are never read back) take eight rows of b at a time: each b value loaded
-    feeds four multiply-adds, each acc value loaded takes eight, and the j loop,
-    contiguous in acc and b, runs in SIMD lanes. No allocation.
+    they are never read back) take four rows of b at a time: each b value loaded
+    feeds four multiply-adds, each acc value loaded takes four, the 16 coefficients
+    stay in registers, and the j loop, contiguous in acc and b, runs in SIMD lanes.
+    Indices are unsigned (`U`), so Numba adds no negative-index wraparound, and every
+    row is read from acc or b itself (no slices): LLVM then tests acc against b for
+    overlap once per loop, where slices made it test each pair of rows. No allocation.
     """
-    r0, r1 = acc[at : at + w], acc[at + w : at + 2 * w]
-    r2, r3 = acc[at + 2 * w : at + 3 * w], acc[at + 3 * w : at + 4 * w]
-    k8 = kc - kc % 8
-    for k in range(0, k8, 8):
+    t0, t1, t2, t3 = U(at), U(at + w), U(at + 2 * w), U(at + 3 * w)
+    k4 = kc - kc % 4
+    for k in range(0, k4, 4):
         p, q = ao + k * a_k, bo + k * b_k
         c00, c10, c20, c30 = _column4(a, p, a_row, h)
         c01, c11, c21, c31 = _column4(a, p + a_k, a_row, h)
         c02, c12, c22, c32 = _column4(a, p + 2 * a_k, a_row, h)
         c03, c13, c23, c33 = _column4(a, p + 3 * a_k, a_row, h)
-        c04, c14, c24, c34 = _column4(a, p + 4 * a_k, a_row, h)
-        c05, c15, c25, c35 = _column4(a, p + 5 * a_k, a_row, h)
-        c06, c16, c26, c36 = _column4(a, p + 6 * a_k, a_row, h)
-        c07, c17, c27, c37 = _column4(a, p + 7 * a_k, a_row, h)
-        y0, y1 = b[q : q + w], b[q + b_k : q + b_k + w]
-        y2, y3 = b[q + 2 * b_k : q + 2 * b_k + w], b[q + 3 * b_k : q + 3 * b_k + w]
-        y4, y5 = b[q + 4 * b_k : q + 4 * b_k + w], b[q + 5 * b_k : q + 5 * b_k + w]
-        y6, y7 = b[q + 6 * b_k : q + 6 * b_k + w], b[q + 7 * b_k : q + 7 * b_k + w]
-        for j in range(w):
-            v0, v1, v2, v3, v4, v5, v6, v7 = y0[j], y1[j], y2[j], y3[j], y4[j], y5[j], y6[j], y7[j]
-            s0 = c00 * v0 + c01 * v1 + c02 * v2 + c03 * v3
-            r0[j] += s0 + c04 * v4 + c05 * v5 + c06 * v6 + c07 * v7
-            s1 = c10 * v0 + c11 * v1 + c12 * v2 + c13 * v3
-            r1[j] += s1 + c14 * v4 + c15 * v5 + c16 * v6 + c17 * v7
-            s2 = c20 * v0 + c21 * v1 + c22 * v2 + c23 * v3
-            r2[j] += s2 + c24 * v4 + c25 * v5 + c26 * v6 + c27 * v7
-            s3 = c30 * v0 + c31 * v1 + c32 * v2 + c33 * v3
-            r3[j] += s3 + c34 * v4 + c35 * v5 + c36 * v6 + c37 * v7
-    for k in range(k8, kc):
+        q0, q1, q2, q3 = U(q), U(q + b_k), U(q + 2 * b_k), U(q + 3 * b_k)
+        for j in range(U(w)):
+            v0, v1, v2, v3 = b[q0 + j], b[q1 + j], b[q2 + j], b[q3 + j]
+            acc[t0 + j] += c00 * v0 + c01 * v1 + c02 * v2 + c03 * v3
+            acc[t1 + j] += c10 * v0 + c11 * v1 + c12 * v2 + c13 * v3
+            acc[t2 + j] += c20 * v0 + c21 * v1 + c22 * v2 + c23 * v3
+            acc[t3 + j] += c30 * v0 + c31 * v1 + c32 * v2 + c33 * v3
+    for k in range(k4, kc):
         c0, c1, c2, c3 = _column4(a, ao + k * a_k, a_row, h)
-        y = b[bo + k * b_k : bo + k * b_k + w]
-        for j in range(w):
-            r0[j] += c0 * y[j]
-            r1[j] += c1 * y[j]
-            r2[j] += c2 * y[j]
-            r3[j] += c3 * y[j]
+        q0 = U(bo + k * b_k)
+        for j in range(U(w)):
+            y = b[q0 + j]
+            acc[t0 + j] += c0 * y
+            acc[t1 + j] += c1 * y
+            acc[t2 + j] += c2 * y
+            acc[t3 + j] += c3 * y
 
 
 @njit(parallel=True, cache=True, fastmath=SUM_MATH)
@@ -257,7 +252,7 @@ def _matmul_rows(
         for (n, ti, tj) in prange(batches * row_tiles * col_tiles):
             acc = 0                                   # the tile's rows, thread-local
             for k0 in range(0, depth, ROWS_K):        # b's panel stays in cache
-                for rows i..i+3 of the tile:             # 8 k at a time
+                for rows i..i+3 of the tile:             # 4 k at a time
                     acc[i:i+4, :] += a[n, i:i+4, k0:k0+kc] @ b[n, k0:k0+kc, tj]
             out[n, ti, tj] = acc
 
@@ -295,32 +290,74 @@ def matmul(
 ) -> None:  # fmt: skip
     """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] over 3-D operands; batch dims broadcast.
 
-    A b with contiguous rows at least one SIMD vector wide, with a short k (`g.T @ x`
-    over a batch) or few rows of out (`x @ w` for a batch), goes to `_matmul_rows`,
-    which reads both operands where they are. Otherwise the dot-product kernel `_matmul`
-    runs on k-contiguous operands: a row-major `x` and a transposed `w.T` are read where
-    they are, any other layout is first copied by `_k_major`. `parallel` picks the
-    kernels that use the thread pool.
+    `_matmul_rows` reads both operands where they are when b has contiguous rows at
+    least one SIMD vector wide and k is short (`g.T @ x` over a batch) or out has few
+    rows (`x @ w` for a batch); when instead a has contiguous columns that wide, it
+    computes out.T = b.T @ a.T (`h.T @ g` into a narrow out). It also runs on a
+    row-major copy of b when k is shorter than a vector (`g @ w.T` for a narrow w).
+    Otherwise the dot-product kernel `_matmul` runs on k-contiguous operands: a
+    row-major `x` and a transposed `w.T` are read where they are, any other layout is
+    first copied by `_k_major`.
+    `parallel` picks the kernels that use the thread pool (one that would run a single
+    task runs serially).
     """
-    no_copy_wins = a_shape[2] <= ROWS_MAX_DEPTH or out_shape[0] * out_shape[1] <= ROWS_MAX_ROWS
-    if b_strides[2] == 1 and b_shape[2] >= ROWS_MIN_COLS and no_copy_wins:
-        rows = _matmul_rows if parallel else _matmul_rows_serial
-        rows(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
-        return
-    a, a_strides = _k_contiguous(a, a_shape, a_strides, 2, parallel)
-    b, b_strides = _k_contiguous(b, b_shape, b_strides, 1, parallel)
-    kernel = _matmul if parallel else _matmul_serial
+    lanes = VECTOR_BYTES // out.itemsize
+    depth, rows, cols = a_shape[2], out_shape[1], b_shape[2]
+    out_t = (out, out_shape[_SWAP], out_strides[_SWAP])  # out.T = b.T @ a.T, as views
+    b_t, a_t = (b, b_shape[_SWAP], b_strides[_SWAP]), (a, a_shape[_SWAP], a_strides[_SWAP])
+    if _rows_fit(out_shape, b_strides[2], cols, depth, lanes):
+        _rows(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides, parallel)
+    elif _rows_fit(out_t[1], a_strides[1], rows, depth, lanes):
+        _rows(*out_t, *b_t, *a_t, parallel)
+    elif depth < lanes <= cols:
+        b, b_strides = _k_contiguous(b, b_shape, b_strides, 2, parallel)  # b row-major
+        _rows(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides, parallel)
+    else:
+        a, a_strides = _k_contiguous(a, a_shape, a_strides, 2, parallel)
+        b, b_strides = _k_contiguous(b, b_shape, b_strides, 1, parallel)
+        tiles = _tiles(out_shape, TILE_I, TILE_J)
+        kernel = _matmul if parallel and tiles > 1 else _matmul_serial
+        kernel(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
+
+
+_SWAP = np.array([0, 2, 1])  # shape or strides of a 3-D view -> those of its transpose
+
+
+def _rows_fit(out_shape: Index, b_row_step: int, cols: int, depth: int, lanes: int) -> bool:
+    """True if `_matmul_rows` suits a product: rows of b a vector wide, k short or few rows."""
+    few_rows = out_shape[0] * out_shape[1] <= ROWS_MAX_ROWS
+    return b_row_step == 1 and cols >= lanes and (depth <= ROWS_MAX_DEPTH or few_rows)
+
+
+def _rows(
+    out: Storage, out_shape: Index, out_strides: Index,
+    a: Storage, a_shape: Index, a_strides: Index,
+    b: Storage, b_shape: Index, b_strides: Index, parallel: bool,
+) -> None:  # fmt: skip
+    """`_matmul_rows`, or its serial twin if not `parallel` or a single tile."""
+    one_tile = _tiles(out_shape, ROWS_I, ROWS_J) == 1
+    kernel = _matmul_rows if parallel and not one_tile else _matmul_rows_serial
     kernel(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
+
+
+def _tiles(out_shape: Index, tile_i: int, tile_j: int) -> int:
+    """How many tile_i x tile_j tiles cover out (the tasks of a tiled kernel)."""
+    rows, cols = -(-int(out_shape[1]) // tile_i), -(-int(out_shape[2]) // tile_j)
+    return int(out_shape[0]) * rows * cols
 
 
 def _k_contiguous(
     x: Storage, shape: Index, strides: Index, k_dim: int, parallel: bool
 ) -> tuple[Storage, Index]:
-    """`x` and its strides if dim `k_dim` has stride 1, else a copy in which it has."""
+    """`x` and its strides if dim `k_dim` has stride 1, else a copy in which it has.
+
+    The copy runs in parallel (if `parallel`) from COPY_PARALLEL_FROM cells.
+    """
     if strides[k_dim] == 1 or shape[k_dim] == 1:
         return x, strides
     line_dim = 3 - k_dim
-    copy = (_k_major if parallel else _k_major_serial)(x, shape, strides, line_dim, k_dim)
+    big = shape[0] * shape[1] * shape[2] >= COPY_PARALLEL_FROM
+    copy = (_k_major if parallel and big else _k_major_serial)(x, shape, strides, line_dim, k_dim)
     new_strides = np.array([shape[1] * shape[2], 0, 0], np.int64)
     new_strides[line_dim], new_strides[k_dim] = shape[k_dim], 1
     return copy, new_strides

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _launch_hooks
+from . import _capture, _launch_hooks
 from . import operators as ops
 from ._capture import capturing
 from ._fusion import PARALLEL_FROM, sub_scaled_kernels
@@ -137,6 +137,8 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget every parameter's gradient (set it to None, or fill it with zeros)."""
+        if set_to_none and capturing():
+            _capture.grads_cleared([_tensor(p) for g in self.param_groups for p in g["params"]])
         for group in self.param_groups:
             for p in group["params"]:
                 t = _tensor(p)
@@ -148,6 +150,8 @@ class Optimizer:
 
     def step(self) -> None:
         """Update every parameter that has a gradient, in place."""
+        if capturing():
+            self._note_capture()
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
@@ -159,6 +163,35 @@ class Optimizer:
         self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]
     ) -> None:
         raise NotImplementedError(f"{type(self).__name__} must define _update")
+
+    def _stateful(self, group: dict[str, Any]) -> bool:
+        """True if a step of this group reads or rebinds per-parameter state."""
+        return True
+
+    def _note_capture(self) -> None:
+        """Under `mf.compile`: refuse a stateful step; otherwise guard the hyperparameters.
+
+        A replay repeats the captured kernels, so state rebound at every step (momentum
+        buffers, Adam's moments and step count) cannot replay; a plain step can, as long
+        as the groups hold the same parameters and hyperparameters (a new lr captures again).
+        """
+        if any(self._stateful(group) for group in self.param_groups):
+            _capture.refuse(
+                f"{type(self).__name__}.step keeps per-parameter state (momentum buffers, "
+                "moments, step counts) that a replay cannot update"
+            )
+            return
+        _capture.guard(self._settings)
+
+    def _settings(self) -> list[Any]:
+        """Each group's parameters (by identity) and hyperparameters."""
+        return [
+            (
+                [id(p) for p in group["params"]],
+                sorted((k, v) for k, v in group.items() if k != "params"),
+            )
+            for group in self.param_groups
+        ]
 
     def state_dict(self) -> dict[str, Any]:
         """{"state": {index: {name: value}}, "param_groups": [{..., "params": [index]}]}.
@@ -242,6 +275,10 @@ class SGD(Optimizer):
             "weight_decay": weight_decay, "nesterov": nesterov,
         }  # fmt: skip
         super().__init__(params, defaults)
+
+    def _stateful(self, group: dict[str, Any]) -> bool:
+        """Only momentum keeps state."""
+        return bool(group["momentum"])
 
     def _update(
         self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]

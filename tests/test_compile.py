@@ -343,7 +343,9 @@ def test_an_in_place_zip_replays_after_the_ops_that_read_the_old_values():
         assert p._version == version + 1
     assert compiled.stats["replays"] == 2
     (plan,) = compiled.plans()
-    assert "copy" in plan.describe()  # the zip_into replays as a zip and a copy into p
+    # the zip_into replays as one fused kernel writing p's cells, no copy into p
+    assert "fused[mul,sub] over [3, 4], writes 1 (1 in place)" in plan.describe()
+    assert "copy ->" not in plan.describe()
 
 
 def test_leaf_gradients_kept_without_a_copy_are_replayed():
@@ -363,3 +365,123 @@ def test_leaf_gradients_kept_without_a_copy_are_replayed():
             assert_close(mine.grad, theirs.grad)
         assert ours[0].grad._data.base is not ours[1].grad._data.base
     assert compiled.stats["replays"] == 2 and compiled.stats["eager_calls"] == 0
+
+
+def sgd_twins(seed):
+    """Two sets of the same MLP parameters (6-8-3), for a compiled and an eager run."""
+    rng = np.random.default_rng(seed)
+    shapes = [(6, 8), (8,), (8, 3), (3,)]
+    start = [rng.normal(size=shape) * 0.5 for shape in shapes]
+    return [[mf.tensor(v.copy(), requires_grad=True) for v in start] for _ in range(2)]
+
+
+def batches(seed, count):
+    rng = np.random.default_rng(seed)
+    return [(mf.tensor(rng.normal(size=(5, 6))), mf.tensor(rng.normal(size=(5, 3))))
+            for _ in range(count)]  # fmt: skip
+
+
+def test_a_training_step_with_its_update_replays_whole():
+    ours, theirs = sgd_twins(7)
+
+    def train_step(x, target, params):
+        loss = mlp_loss(x, target, *params)
+        loss.backward()
+        with mf.no_grad():
+            for p in params:
+                p -= 0.1 * p.grad
+                p.grad = None
+        return loss
+
+    step = mf_compile(lambda x, target: train_step(x, target, ours))
+    for x, target in batches(8, 4):
+        versions = [p._version for p in ours]
+        assert_close(step(x, target), train_step(x, target, theirs))
+        for p, q, version in zip(ours, theirs, versions, strict=True):
+            assert_close(p, q)
+            assert p.grad is None and p._version == version + 1
+    assert step.stats == {"captures": 1, "replays": 3, "eager_calls": 0, "fallbacks": 0}
+    (plan,) = step.plans()
+    assert plan.describe().count("(1 in place)") == 4 and "copy ->" not in plan.describe()
+
+
+def test_an_optimizer_step_replays_until_its_learning_rate_changes():
+    ours, theirs = sgd_twins(9)
+    optimizers = [mf.optim.SGD(ours, lr=0.1), mf.optim.SGD(theirs, lr=0.1)]
+
+    def train_step(x, target, params, optimizer):
+        optimizer.zero_grad()
+        loss = mlp_loss(x, target, *params)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    step = mf_compile(lambda x, target: train_step(x, target, ours, optimizers[0]))
+    for i, (x, target) in enumerate(batches(10, 6)):
+        if i == 3:  # a scheduler's step: the replay must not keep the old rate
+            for optimizer in optimizers:
+                optimizer.param_groups[0]["lr"] = 0.02
+        assert_close(step(x, target), train_step(x, target, theirs, optimizers[1]))
+        for p, q in zip(ours, theirs, strict=True):
+            assert_close(p, q)
+            assert_close(p.grad, q.grad)  # zero_grad comes first: the grads stay set
+    assert step.stats == {"captures": 2, "replays": 4, "eager_calls": 0, "fallbacks": 0}
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda ps: mf.optim.SGD(ps, lr=0.1, momentum=0.9), lambda ps: mf.optim.Adam(ps, lr=0.01)],
+)
+def test_optimizers_with_state_run_eagerly(make):
+    ours, theirs = sgd_twins(11)
+    optimizers = [make(ours), make(theirs)]
+
+    def train_step(x, target, params, optimizer):
+        optimizer.zero_grad()
+        mlp_loss(x, target, *params).backward()
+        optimizer.step()
+
+    step = mf_compile(lambda x, target: train_step(x, target, ours, optimizers[0]))
+    with pytest.warns(CompileWarning, match="per-parameter state"):
+        for x, target in batches(12, 3):
+            step(x, target)
+            train_step(x, target, theirs, optimizers[1])
+    for p, q in zip(ours, theirs, strict=True):
+        assert_close(p, q)
+    assert step.stats["fallbacks"] == 1 and step.stats["replays"] == 0
+
+
+def test_writes_into_parameters_without_their_backward_run_eagerly():
+    w = mf.tensor([1.0, 2.0], requires_grad=True)
+
+    def shrink(x):
+        with mf.no_grad():
+            w.mul_(0.5)  # no backward in f made w's gradient: not an update step
+        return x * w
+
+    f = mf_compile(shrink)
+    with pytest.warns(CompileWarning, match="writes in place"):
+        f(mf.ones(2))
+    assert f(mf.ones(2)).tolist() == [0.25, 0.5]
+    assert f.stats["fallbacks"] == 1
+
+
+def test_in_place_writes_that_cannot_be_fused_into_their_target_still_copy():
+    def f(p, g):
+        with mf.no_grad():
+            p.sub_(p.t() * g)  # reads p transposed: p's cells are read after written
+            y = p * 2.0 - g
+            p.copy_(y)  # y is read again below: it stays a buffer of its own
+        return y * 3.0, p + 1.0
+
+    rng = np.random.default_rng(13)
+    start = rng.normal(size=(3, 3))
+    p, q = mf.tensor(start), mf.tensor(start.copy())
+    compiled = mf_compile(f)
+    for _ in range(3):
+        g = mf.tensor(rng.normal(size=(3, 3)))
+        for mine, theirs in zip(compiled(p, g), f(q, g), strict=True):
+            assert_close(mine, theirs)
+        assert_close(p, q)
+    (plan,) = compiled.plans()
+    assert plan.describe().count("copy ->") == 2 and compiled.stats["replays"] == 2

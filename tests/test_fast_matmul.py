@@ -92,17 +92,54 @@ def test_each_kernel_across_tile_edges(name: str) -> None:
     np.testing.assert_array_equal(run(kernel, a, b, 2, k_contiguous), np.matmul(a, b))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("parallel", [True, False])
-@pytest.mark.parametrize("depth", [1, 4, 7, 129, fm.ROWS_MAX_DEPTH + 1])
-@pytest.mark.parametrize("cols", [fm.ROWS_MIN_COLS - 1, 70])
-@pytest.mark.parametrize("rows", [5, fm.ROWS_MAX_ROWS + 1])
+@pytest.mark.parametrize("depth", [1, 4, 7, 15, 129, fm.ROWS_MAX_DEPTH + 1])
+@pytest.mark.parametrize("cols", [7, 15, 70])
+@pytest.mark.parametrize("rows", [5, 15, fm.ROWS_MAX_ROWS + 1])
 def test_matmul_entry_picks_a_kernel_that_is_right(
-    parallel: bool, depth: int, cols: int, rows: int
+    dtype: Any, parallel: bool, depth: int, cols: int, rows: int
 ) -> None:
+    # Both layouts of each operand, around one vector of lanes (8 float64, 16 float32):
+    # every path of the entry (rows kernel, on out.T, on a row-major copy of b, tiled).
     rng = np.random.default_rng(depth)
-    a, b = rng.standard_normal((2, rows, depth)), rng.standard_normal((2, depth, cols))
+    a = rng.integers(-4, 5, (2, rows, depth)).astype(dtype)
+    b = rng.integers(-4, 5, (2, depth, cols)).astype(dtype)
     for left in (a, np.ascontiguousarray(a.transpose(0, 2, 1)).transpose(0, 2, 1)):
         for right in (b, np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)):
-            out = np.empty((2, rows, cols))
+            out = np.empty((2, rows, cols), dtype)
             fm.matmul(*flat(out), *flat(left), *flat(right), parallel)
-            np.testing.assert_allclose(out, left @ right, rtol=1e-12, atol=1e-12)
+            np.testing.assert_array_equal(out, left @ right)
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "kernel"),
+    [
+        ((64, 784), (784, 128), "_matmul_rows"),  # x @ w1: few rows
+        ((64, 784, "T"), (64, 128), "_matmul_rows"),  # x.T @ g: k = batch
+        ((64, 128), (128, 10), "_matmul_serial"),  # h @ w2: out narrower than a vector
+        ((64, 10), (128, 10, "T"), "_matmul_rows"),  # g @ w2.T: k = 10, b copied row-major
+        ((64, 128, "T"), (64, 10), "_matmul_rows_serial"),  # h.T @ g: out.T = g.T @ h
+    ],
+)
+def test_the_mlp_products_take_the_kernels_meant_for_them(
+    left: tuple[Any, ...], right: tuple[Any, ...], kernel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (rows, cols, "T") is a row-major (rows, cols) array seen transposed (as w.T, x.T).
+    rng = np.random.default_rng(0)
+    a, b = (
+        rng.standard_normal(shape[:2]).astype(np.float32).T
+        if len(shape) == 3
+        else rng.standard_normal(shape).astype(np.float32)
+        for shape in (left, right)
+    )
+    called: list[str] = []
+    for name in ("_matmul_rows", "_matmul_rows_serial", "_matmul", "_matmul_serial"):
+        original = getattr(fm, name)
+        monkeypatch.setattr(
+            fm, name, lambda *args, _n=name, _f=original: (called.append(_n), _f(*args))
+        )
+    out = np.empty((a.shape[0], b.shape[1]), np.float32)
+    fm.matmul(*flat(out[None]), *flat(a[None]), *flat(b[None]), True)
+    assert called == [kernel]
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-4)
