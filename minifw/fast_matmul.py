@@ -297,27 +297,28 @@ def matmul(
     row-major copy of b when k is shorter than a vector (`g @ w.T` for a narrow w).
     Otherwise the dot-product kernel `_matmul` runs on k-contiguous operands: a
     row-major `x` and a transposed `w.T` are read where they are, any other layout is
-    first copied by `_k_major`.
-    `parallel` picks the kernels that use the thread pool (one that would run a single
-    task runs serially).
+    first copied by `_k_major`. `parallel` picks the kernels that use the thread pool
+    (one that would run a single task runs serially).
     """
     lanes = VECTOR_BYTES // out.itemsize
     depth, rows, cols = a_shape[2], out_shape[1], b_shape[2]
-    out_t = (out, out_shape[_SWAP], out_strides[_SWAP])  # out.T = b.T @ a.T, as views
-    b_t, a_t = (b, b_shape[_SWAP], b_strides[_SWAP]), (a, a_shape[_SWAP], a_strides[_SWAP])
     if _rows_fit(out_shape, b_strides[2], cols, depth, lanes):
         _rows(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides, parallel)
-    elif _rows_fit(out_t[1], a_strides[1], rows, depth, lanes):
+        return
+    if _rows_fit(out_shape[_SWAP], a_strides[1], rows, depth, lanes):  # out.T = b.T @ a.T
+        out_t = (out, out_shape[_SWAP], out_strides[_SWAP])
+        b_t, a_t = (b, b_shape[_SWAP], b_strides[_SWAP]), (a, a_shape[_SWAP], a_strides[_SWAP])
         _rows(*out_t, *b_t, *a_t, parallel)
-    elif depth < lanes <= cols:
+        return
+    if depth < lanes <= cols:
         b, b_strides = _k_contiguous(b, b_shape, b_strides, 2, parallel)  # b row-major
         _rows(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides, parallel)
-    else:
-        a, a_strides = _k_contiguous(a, a_shape, a_strides, 2, parallel)
-        b, b_strides = _k_contiguous(b, b_shape, b_strides, 1, parallel)
-        tiles = _tiles(out_shape, TILE_I, TILE_J)
-        kernel = _matmul if parallel and tiles > 1 else _matmul_serial
-        kernel(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
+        return
+    a, a_strides = _k_contiguous(a, a_shape, a_strides, 2, parallel)
+    b, b_strides = _k_contiguous(b, b_shape, b_strides, 1, parallel)
+    tiles = _tiles(out_shape, TILE_I, TILE_J)
+    kernel = _matmul if parallel and tiles > 1 else _matmul_serial
+    kernel(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
 
 
 _SWAP = np.array([0, 2, 1])  # shape or strides of a 3-D view -> those of its transpose

@@ -321,6 +321,25 @@ def test_cuda_backend_replays_without_fusion():
     assert f.plans()[0].fused == [] and f.stats["replays"] == 1
 
 
+def compare_in_place_writes(f, shape, seed):
+    """Call f compiled on p and f itself on a twin q, with the same new g, three times.
+
+    Each call must return the same values, leave p equal to q and bump p's version as
+    often as q's. Returns the compiled f.
+    """
+    rng = np.random.default_rng(seed)
+    start = rng.normal(size=shape)
+    p, q = mf.tensor(start), mf.tensor(start.copy())
+    compiled = mf_compile(f)
+    for _ in range(3):
+        g = mf.tensor(rng.normal(size=shape))
+        for mine, theirs in zip(compiled(p, g), f(q, g), strict=True):
+            assert_close(mine, theirs)
+        assert_close(p, q)
+        assert p._version == q._version > 0
+    return compiled
+
+
 def test_an_in_place_zip_replays_after_the_ops_that_read_the_old_values():
     from minifw.optim import _sub_scaled
 
@@ -329,18 +348,7 @@ def test_an_in_place_zip_replays_after_the_ops_that_read_the_old_values():
         _sub_scaled(p, g, 0.5)  # grad * lr, then p - that written into p ("zip_into")
         return before, p * 2.0
 
-    rng = np.random.default_rng(5)
-    start = rng.normal(size=(3, 4))
-    p, q = mf.tensor(start), mf.tensor(start.copy())
-    compiled = mf_compile(update)
-    for _ in range(3):
-        g = mf.tensor(rng.normal(size=(3, 4)))
-        version = p._version
-        got, want = compiled(p, g), update(q, g)
-        for mine, theirs in zip(got, want, strict=True):
-            assert_close(mine, theirs)
-        assert_close(p, q)
-        assert p._version == version + 1
+    compiled = compare_in_place_writes(update, (3, 4), seed=5)
     assert compiled.stats["replays"] == 2
     (plan,) = compiled.plans()
     # the zip_into replays as one fused kernel writing p's cells, no copy into p
@@ -474,14 +482,6 @@ def test_in_place_writes_that_cannot_be_fused_into_their_target_still_copy():
             p.copy_(y)  # y is read again below: it stays a buffer of its own
         return y * 3.0, p + 1.0
 
-    rng = np.random.default_rng(13)
-    start = rng.normal(size=(3, 3))
-    p, q = mf.tensor(start), mf.tensor(start.copy())
-    compiled = mf_compile(f)
-    for _ in range(3):
-        g = mf.tensor(rng.normal(size=(3, 3)))
-        for mine, theirs in zip(compiled(p, g), f(q, g), strict=True):
-            assert_close(mine, theirs)
-        assert_close(p, q)
+    compiled = compare_in_place_writes(f, (3, 3), seed=13)
     (plan,) = compiled.plans()
     assert plan.describe().count("copy ->") == 2 and compiled.stats["replays"] == 2
