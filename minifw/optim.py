@@ -21,7 +21,6 @@ import numpy as np
 
 from . import _capture, _launch_hooks
 from . import operators as ops
-from ._capture import capturing
 from ._fusion import PARALLEL_FROM, sub_scaled_kernels
 from ._launch_hooks import Launch
 from .autodiff import no_grad
@@ -60,7 +59,7 @@ def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
         param.backend.device == "cpu"
         and p.is_contiguous()
         and g.is_contiguous()
-        and not capturing()  # a capture records the two launches below instead
+        and not _capture.capturing()  # a capture records the two launches below instead
         and not unsafe_overlap(p, g)  # the kernel reads each cell before writing it
     ):
         _fused_sub_scaled(param, grad, lr)
@@ -137,20 +136,19 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget every parameter's gradient (set it to None, or fill it with zeros)."""
-        if set_to_none and capturing():
-            _capture.grads_cleared([_tensor(p) for g in self.param_groups for p in g["params"]])
-        for group in self.param_groups:
-            for p in group["params"]:
-                t = _tensor(p)
-                if set_to_none:
-                    t.grad = None
-                elif t.grad is not None:
-                    with no_grad():
-                        t.grad.zero_()
+        tensors = [_tensor(p) for group in self.param_groups for p in group["params"]]
+        if set_to_none and _capture.capturing():
+            _capture.grads_cleared(tensors)
+        for t in tensors:
+            if set_to_none:
+                t.grad = None
+            elif t.grad is not None:
+                with no_grad():
+                    t.grad.zero_()
 
     def step(self) -> None:
         """Update every parameter that has a gradient, in place."""
-        if capturing():
+        if _capture.capturing():
             self._note_capture()
         with no_grad():
             for group in self.param_groups:
