@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_times  # noqa: E402
 
 import minifw as mf  # noqa: E402
-from minifw.compile import compile as mf_compile  # noqa: E402
-from minifw.profiler import profile  # noqa: E402
+from minifw.compiler.compile import compile as mf_compile  # noqa: E402
+from minifw.tools.profiler import profile  # noqa: E402
 
 try:
     import torch

@@ -32,8 +32,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from minifw import operators as ops  # noqa: E402
 from minifw.backends import cuda_available, get_backend  # noqa: E402
+from minifw.core import operators as ops  # noqa: E402
 
 FULL = {
     "matmul": (1024, 2048, 4096), "cells": 10_000_000, "rows": 10_000,

@@ -31,8 +31,8 @@ from _startup import startup_times  # noqa: E402
 from _timing import Timer, best_time  # noqa: E402
 from _training import mlp_step_case  # noqa: E402
 
-from minifw import operators as ops  # noqa: E402
 from minifw.backends import get_backend  # noqa: E402
+from minifw.core import operators as ops  # noqa: E402
 
 try:
     import torch

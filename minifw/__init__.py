@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from . import (
-    autodiff,
-    autograd,
-    cuda,
-    datasets,
-    dtypes,
-    nn,
-    operators,
-    optim,
-    profiler,
-    serialization,
-    utils,
-    viz,
+import importlib
+
+from minifw import autograd, cuda, datasets, nn, optim, serialization, utils
+from minifw.backends import get_backend, set_default_backend
+from minifw.core import autodiff, dtypes, operators
+from minifw.core.autodiff import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from minifw.core.dtypes import (
+    DType,
+    double,
+    float32,
+    float64,
+    get_default_dtype,
+    int64,
+    long,
+    set_default_dtype,
 )
-from .autodiff import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .backends import get_backend, set_default_backend
-from .compile import compile
-from .creation import (
+from minifw.core.dtypes import float as float  # noqa: PLC0414 - PyTorch's alias mf.float
+from minifw.core.random import manual_seed
+from minifw.scalar import Scalar
+from minifw.serialization import load, save
+from minifw.tensor import Tensor, tensor
+from minifw.tensor.creation import (
     abs,
     arange,
     argmax,
@@ -53,35 +57,27 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .dtypes import (
-    DType,
-    double,
-    float32,
-    float64,
-    get_default_dtype,
-    int64,
-    long,
-    set_default_dtype,
-)
-from .dtypes import float as float  # noqa: PLC0414 - PyTorch's alias mf.float
-from .random import manual_seed
-from .scalar import Scalar
-from .serialization import load, save
-from .tensor import Tensor, tensor
-from .tensor_ops import SimpleOps, TensorBackend
+from minifw.tensor_ops import SimpleOps, TensorBackend
+
+# Loaded on first use (layer 5 and the compiled backends): `import minifw` stays light.
+_LAZY = {
+    "compile": ("minifw.compiler.compile", "compile"),
+    "profiler": ("minifw.tools.profiler", None),
+    "viz": ("minifw.tools.viz", None),
+    "FastOps": ("minifw.fast_ops", "FastOps"),
+    "CudaOps": ("minifw.cuda_ops", "CudaOps"),
+}
 
 
 def __getattr__(name: str) -> object:
-    """Build the compiled kernel sets only when first asked for (`mf.FastOps`, `mf.CudaOps`)."""
-    if name == "FastOps":
-        from .fast_ops import FastOps
-
-        return FastOps
-    if name == "CudaOps":
-        from .cuda_ops import CudaOps
-
-        return CudaOps
-    raise AttributeError(f"module 'minifw' has no attribute {name!r}")
+    """Import what `_LAZY` names only when first asked for (`mf.compile`, `mf.FastOps`)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'minifw' has no attribute {name!r}")
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
 
 
 __version__ = "0.1.0"

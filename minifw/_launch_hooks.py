@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from . import operators
-from .tensor_data import TensorData
-from .tensor_ops import TensorBackend, _launch_hook
+from minifw.core import operators
+from minifw.core.tensor_data import TensorData
+from minifw.tensor_ops import TensorBackend, _launch_hook
 
 KINDS = ("map", "map_into", "zip", "zip_into", "reduce", "matmul", "fused", "to_host")
 

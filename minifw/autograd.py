@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .autodiff import enable_grad, no_grad
-from .tensor import Tensor
-from .tensor_functions import Function, FunctionCtx
+from minifw.core.autodiff import enable_grad, no_grad
+from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.tensor import Tensor
 
 __all__ = ["Function", "FunctionCtx", "GradcheckError", "gradcheck"]
 

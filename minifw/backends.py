@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .tensor_ops import TensorBackend
+from minifw.tensor_ops import TensorBackend
 
 BACKEND_NAMES = ("simple", "fast", "cuda")
 _built: dict[str, TensorBackend] = {}
@@ -17,11 +17,11 @@ _defaults: dict[str, str] = {"cpu": "fast", "cuda": "cuda"}
 
 def _build(name: str) -> TensorBackend:
     if name == "simple":
-        from .tensor_ops import SimpleOps
+        from minifw.tensor_ops import SimpleOps
 
         return TensorBackend(SimpleOps, "simple")
     if name == "fast":
-        from .fast_ops import FastOps
+        from minifw.fast_ops import FastOps
 
         return TensorBackend(FastOps, "fast")
     if name == "cuda":
@@ -30,7 +30,7 @@ def _build(name: str) -> TensorBackend:
                 "the 'cuda' backend needs an NVIDIA GPU with a CUDA driver, or Numba's "
                 "simulator (set NUMBA_ENABLE_CUDASIM=1 before starting Python)"
             )
-        from .cuda_ops import CudaOps
+        from minifw.cuda_ops import CudaOps
 
         return TensorBackend(CudaOps, "cuda")
     raise ValueError(f"unknown backend {name!r}: expected one of {', '.join(BACKEND_NAMES)}")

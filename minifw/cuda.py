@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .backends import cuda_available
+from minifw.backends import cuda_available
 
 
 def is_available() -> bool:

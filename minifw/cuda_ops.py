@@ -21,9 +21,9 @@ from typing import Any
 import numba.cuda
 import numpy as np
 
-from . import operators, tensor_data
-from ._jit import compile_functions
-from .tensor_data import Index
+from minifw._jit import compile_functions
+from minifw.core import operators, tensor_data
+from minifw.core.tensor_data import Index
 
 MAX_DIMS = 8  # the longest shape a kernel accepts (its thread-local index buffers)
 THREADS = 256  # threads per block of map and zip

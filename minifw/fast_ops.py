@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 from numba import prange
 
-from . import _simd_math, operators, tensor_data
-from ._jit import compile_functions, njit, serial_twin
-from .fast_matmul import matmul
-from .operators import ADD, MAX
-from .simple_ops import HostStorage
-from .tensor_data import Index
-from .tensor_ops import Storage
+from minifw._jit import compile_functions, njit, serial_twin
+from minifw.core import operators, tensor_data
+from minifw.core.operators import ADD, MAX
+from minifw.core.tensor_data import Index
+from minifw.fast_paths import simd_math as _simd_math
+from minifw.fast_paths.matmul import matmul
+from minifw.simple_ops import HostStorage
+from minifw.tensor_ops import Storage
 
 _fns = compile_functions(
     [operators, tensor_data],

@@ -19,15 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from . import _capture, _launch_hooks
-from . import operators as ops
-from ._fusion import PARALLEL_FROM, sub_scaled_kernels
-from ._launch_hooks import Launch
-from .autodiff import no_grad
-from .nn.module import Parameter
-from .tensor import Tensor
-from .tensor_data import TensorData
-from .tensor_ops import unsafe_overlap
+from minifw import _launch_hooks
+from minifw._launch_hooks import Launch
+from minifw.compiler import capture as _capture
+from minifw.compiler.fusion import PARALLEL_FROM, sub_scaled_kernels
+from minifw.core import operators as ops
+from minifw.core.autodiff import no_grad
+from minifw.core.tensor_data import TensorData
+from minifw.nn.module import Parameter
+from minifw.tensor.tensor import Tensor
+from minifw.tensor_ops import unsafe_overlap
 
 ParamLike = Parameter | Tensor
 

@@ -39,8 +39,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from .nn.module import Parameter
-from .tensor import Tensor, tensor
+from minifw.nn.module import Parameter
+from minifw.tensor.tensor import Tensor, tensor
 
 FORMAT, VERSION, MANIFEST = "minifw", 1, "__minifw__"
 DTYPES = ("float64", "float32", "int64")

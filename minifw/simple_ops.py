@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from . import operators
-from .tensor_data import Index, broadcast_index, index_to_position, to_index
+from minifw.core import operators
+from minifw.core.tensor_data import Index, broadcast_index, index_to_position, to_index
 
 Storage = Any
 

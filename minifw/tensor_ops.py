@@ -15,9 +15,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from . import operators
-from .simple_ops import SimpleOps
-from .tensor_data import Index, TensorData, numel_of, shape_broadcast, strides_from_shape
+from minifw.core import operators
+from minifw.core.tensor_data import (
+    Index,
+    TensorData,
+    numel_of,
+    shape_broadcast,
+    strides_from_shape,
+)
+from minifw.simple_ops import SimpleOps
 
 Storage = Any
 

@@ -18,8 +18,7 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from minifw.datasets import DATASETS
-
-from .training import BACKENDS, EpochRecord, Trainer
+from project.training import BACKENDS, EpochRecord, Trainer
 
 
 def base_parser(prog: str, description: str, backend: str | None) -> argparse.ArgumentParser:
@@ -161,7 +160,7 @@ def summary(trainer: Trainer, total_seconds: float) -> str:
 
 def save_plot(trainer: Trainer, path: str) -> None:
     """Save the loss curve, with the decision boundary for a 2-D trainer, to `path`."""
-    from .plots import grid, training_figure
+    from project.plots import grid, training_figure
 
     predict = getattr(trainer, "predict_proba", None)
     if callable(predict):
@@ -196,7 +195,7 @@ def run_args(args: argparse.Namespace) -> dict[str, Any]:
 
 def points_main(argv: Sequence[str] | None, prog: str, backend: str, description: str) -> int:
     """The whole of run_tensor.py / run_fast_tensor.py: parse, train, report."""
-    from .points import DEFAULTS, PointsTrainer
+    from project.points import DEFAULTS, PointsTrainer
 
     parser = points_parser(prog, description, backend)
     args = parser.parse_args(argv)

@@ -14,8 +14,7 @@ import numpy as np
 
 import minifw as mf
 from minifw.datasets import ImageSplit, load_digits, load_mnist
-
-from .training import (
+from project.training import (
     Trainer,
     argmax_hits,
     batches,

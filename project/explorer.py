@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from minifw.tensor_data import TensorData, index_view
+from minifw.core.tensor_data import TensorData, index_view
 
 MAX_CELLS = 120
 CELL = "border:1px solid #d1d5db;padding:2px 6px;min-width:30px;"

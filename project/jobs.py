@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .training import EpochRecord, StopTraining, Trainer
+from project.training import EpochRecord, StopTraining, Trainer
 
 
 @dataclass(frozen=True)

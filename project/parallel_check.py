@@ -25,9 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from minifw import fast_matmul, fast_ops  # noqa: E402
-from minifw import operators as ops  # noqa: E402
-from minifw.tensor_data import TensorData  # noqa: E402
+from minifw import fast_ops
+from minifw.core import operators as ops  # noqa: E402
+from minifw.core.tensor_data import TensorData  # noqa: E402
+from minifw.fast_paths import matmul as fast_matmul  # noqa: E402
 
 
 def _triple(values: np.ndarray) -> tuple[Any, ...]:

@@ -13,7 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
-from .training import EpochRecord
+from project.training import EpochRecord
 
 BOUNDS = (-0.05, 1.05)
 POINT_COLORS = ListedColormap(["#d62728", "#1f77b4"])

@@ -18,9 +18,8 @@ import numpy as np
 
 import minifw as mf
 from minifw.datasets import DATASETS, PointSet
-
-from .scalar_model import ScalarMLP, train_epoch
-from .training import (
+from project.scalar_model import ScalarMLP, train_epoch
+from project.training import (
     Trainer,
     batches,
     build_model,

@@ -15,12 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from minifw import profiler
-from minifw.compile import compile as mf_compile
-
-from .digits import DigitsNet
-from .points import bce_with_logits, points_mlp
-from .training import build_model, cross_entropy, make_optimizer, to_tensor
+from minifw.compiler.compile import compile as mf_compile
+from minifw.tools import profiler
+from project.digits import DigitsNet
+from project.points import bce_with_logits, points_mlp
+from project.training import build_model, cross_entropy, make_optimizer, to_tensor
 
 MODELS = ("points MLP", "digits conv net")
 

@@ -11,12 +11,11 @@ import math
 import random
 from collections.abc import Sequence
 
-from minifw.autodiff import no_grad
+from minifw.core.autodiff import no_grad
 from minifw.datasets import PointSet
 from minifw.nn import Module, Parameter
-from minifw.scalar import Scalar
-
-from .training import LogFn, fit
+from minifw.scalar.scalar import Scalar
+from project.training import LogFn, fit
 
 
 class ScalarLinear(Module):

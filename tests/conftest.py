@@ -8,7 +8,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from minifw.course.tasks import COURSE_TASKS
+from minifw_course.tasks import COURSE_TASKS
 
 settings.register_profile(
     "dev",
@@ -67,8 +67,8 @@ def _kernels_written(name: str) -> bool:
     Only the compiled backends are probed: their own task tests (test_fast_ops.py,
     test_cuda_ops.py) still fail red, while the shared suite skips them until then.
     """
-    from minifw import operators
     from minifw.backends import get_backend
+    from minifw.core import operators
 
     backend = get_backend(name)
     try:

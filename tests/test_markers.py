@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from minifw.course.markers import check_markers, collect
+from minifw_course.markers import check_markers, collect
 
 pytestmark = pytest.mark.staff
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from minifw.datasets import simple
-from minifw.scalar import Scalar
+from minifw.scalar.scalar import Scalar
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `project` is not an installed package

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import minifw as mf
-from minifw import testing as mt
 from minifw.tensor_ops import TensorBackend
+from tests import strategies as mt
 
 torch = pytest.importorskip("torch")
 

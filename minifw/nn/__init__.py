@@ -1,9 +1,8 @@
 """Neural-network building blocks: the Module tree, Parameters, layers, losses, functional."""
 
-from ..tensor import TensorParameter
-from . import functional
-from .containers import ModuleList, Sequential
-from .layers import (
+from minifw.nn import functional
+from minifw.nn.containers import ModuleList, Sequential
+from minifw.nn.layers import (
     AvgPool2d,
     BatchNorm1d,
     Conv1d,
@@ -20,8 +19,9 @@ from .layers import (
     Softmax,
     Tanh,
 )
-from .losses import BCELoss, CrossEntropyLoss, MSELoss, NLLLoss
-from .module import Module, Parameter
+from minifw.nn.losses import BCELoss, CrossEntropyLoss, MSELoss, NLLLoss
+from minifw.nn.module import Module, Parameter
+from minifw.tensor.tensor import TensorParameter
 
 # Parameter(tensor) builds a TensorParameter; registering it makes isinstance agree.
 Parameter.register(TensorParameter)

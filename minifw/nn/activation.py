@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
-from .. import operators as ops
-from ..random import generator
-from ..tensor import Tensor, tensor
-from ..tensor_data import normalize_dim
-from ..tensor_functions import Function, FunctionCtx
+from minifw.core import dtypes
+from minifw.core import operators as ops
+from minifw.core.random import generator
+from minifw.core.tensor_data import normalize_dim
+from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.tensor import Tensor, tensor
 
 
 def relu(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's argument name

@@ -6,7 +6,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .module import Module
+from minifw.nn.module import Module
 
 
 def _position(index: int, length: int, kind: str) -> int:

@@ -16,11 +16,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .. import operators as ops
-from ..tensor import Tensor
-from ..tensor_data import TensorData
-from ..tensor_functions import Function, FunctionCtx
-from ..tensor_ops import TensorBackend
+from minifw.core import operators as ops
+from minifw.core.tensor_data import TensorData
+from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.tensor import Tensor
+from minifw.tensor_ops import TensorBackend
 
 IntOrTuple = int | Sequence[int]
 

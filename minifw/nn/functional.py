@@ -11,13 +11,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import dtypes
-from .. import operators as ops
-from ..tensor import Tensor, tensor
-from ..tensor_functions import Function, FunctionCtx
-from .activation import dropout, log_softmax, one_hot, relu, sigmoid, softmax, tanh
-from .conv import avg_pool2d, conv1d, conv2d, max_pool2d, unfold
-from .loss import binary_cross_entropy, cross_entropy, mse_loss, nll_loss
+from minifw.core import dtypes
+from minifw.core import operators as ops
+from minifw.nn.activation import dropout, log_softmax, one_hot, relu, sigmoid, softmax, tanh
+from minifw.nn.conv import avg_pool2d, conv1d, conv2d, max_pool2d, unfold
+from minifw.nn.losses import binary_cross_entropy, cross_entropy, mse_loss, nll_loss
+from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.tensor import Tensor, tensor
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002

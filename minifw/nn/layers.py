@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
-from ..autodiff import no_grad
-from ..random import generator
-from ..tensor import Tensor, tensor
-from . import functional as F  # noqa: N812 - PyTorch's idiom
-from .conv import IntOrTuple, _tuple
-from .module import Module, Parameter
+from minifw.core import dtypes
+from minifw.core.autodiff import no_grad
+from minifw.core.random import generator
+from minifw.nn import functional as F  # noqa: N812 - PyTorch's idiom
+from minifw.nn.conv import IntOrTuple, _tuple
+from minifw.nn.module import Module, Parameter
+from minifw.tensor.tensor import Tensor, tensor
 
 
 def _param(values: Any, device: str | None, dtype: Any) -> Parameter:

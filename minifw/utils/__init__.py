@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from . import checkpoint, data
+from minifw.utils import checkpoint, data
 
 __all__ = ["checkpoint", "data"]

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..autodiff import enable_grad
-from ..nn.module import Module
-from ..random import generator
-from ..tensor import Tensor
-from ..tensor_functions import Function, FunctionCtx
+from minifw.core.autodiff import enable_grad
+from minifw.core.random import generator
+from minifw.nn.module import Module
+from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.tensor import Tensor
 
 
 class CheckpointFunction(Function):

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..creation import stack
-from ..random import generator
-from ..tensor import Tensor, tensor
+from minifw.core.random import generator
+from minifw.tensor.creation import stack
+from minifw.tensor.tensor import Tensor, tensor
 
 
 class Dataset:

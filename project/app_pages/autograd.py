@@ -14,9 +14,8 @@ import pandas as pd
 import streamlit as st
 
 import minifw as mf
-from minifw.viz import to_dot
-
-from ..expression import NAMES, ExpressionError, evaluate, parse, parse_value
+from minifw.tools.viz import to_dot
+from project.expression import NAMES, ExpressionError, evaluate, parse, parse_value
 
 EXAMPLES = {
     "Scalars": ("(x * y + z.exp()).relu() + x ** 2 / y", {"x": "2.0", "y": "1.5", "z": "0.5"}),

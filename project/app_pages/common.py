@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import streamlit as st
 
-from ..jobs import JobSnapshot, TrainingJob
-from ..training import EpochRecord
+from project.jobs import JobSnapshot, TrainingJob
+from project.training import EpochRecord
 
 REFRESH_SECONDS = 1.0
 

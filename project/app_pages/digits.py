@@ -10,12 +10,18 @@ from __future__ import annotations
 import streamlit as st
 
 from minifw.datasets import ImageSplit
-
-from ..digits import DEFAULTS, DigitsTrainer, load_images
-from ..jobs import JobSnapshot, TrainingJob
-from ..plots import confusion_figure, digits_figure, feature_maps_figure
-from ..training import Trainer
-from .common import backend_choices, curves, demo_once, live, records_frame, show_progress
+from project.app_pages.common import (
+    backend_choices,
+    curves,
+    demo_once,
+    live,
+    records_frame,
+    show_progress,
+)
+from project.digits import DEFAULTS, DigitsTrainer, load_images
+from project.jobs import JobSnapshot, TrainingJob
+from project.plots import confusion_figure, digits_figure, feature_maps_figure
+from project.training import Trainer
 
 
 @st.cache_data

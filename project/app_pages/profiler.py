@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..profiling import MODELS, best_time, make_step, ops_frame, profile_step
-from .common import backend_choices, demo_once
+from project.app_pages.common import backend_choices, demo_once
+from project.profiling import MODELS, best_time, make_step, ops_frame, profile_step
 
 
 def render() -> None:

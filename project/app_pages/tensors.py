@@ -11,9 +11,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from minifw.tensor_data import TensorData
-
-from ..explorer import (
+from minifw.core.tensor_data import TensorData
+from project.app_pages.common import demo_once
+from project.explorer import (
     STEP_HINTS,
     STEPS,
     ExplorerError,
@@ -24,7 +24,6 @@ from ..explorer import (
     new_storage,
     parse_ints,
 )
-from .common import demo_once
 
 STATE = "explorer_steps"
 

@@ -11,12 +11,18 @@ import numpy as np
 import streamlit as st
 
 from minifw.datasets import DATASETS
-
-from ..jobs import JobSnapshot, TrainingJob
-from ..plots import boundary_axes, grid
-from ..points import DEFAULTS, SCALAR_DEFAULTS, PointsTrainer, ScalarTrainer
-from ..training import Trainer
-from .common import backend_choices, curves, demo_once, live, records_frame, show_progress
+from project.app_pages.common import (
+    backend_choices,
+    curves,
+    demo_once,
+    live,
+    records_frame,
+    show_progress,
+)
+from project.jobs import JobSnapshot, TrainingJob
+from project.plots import boundary_axes, grid
+from project.points import DEFAULTS, SCALAR_DEFAULTS, PointsTrainer, ScalarTrainer
+from project.training import Trainer
 
 ENGINES = {
     "scalar": "Scalar engine (module 1)",

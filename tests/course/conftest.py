@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from minifw.course.tasks import COURSE_TASKS
+from minifw_course.tasks import COURSE_TASKS
 
 CONFTEST = (
     "def pytest_configure(config):\n"

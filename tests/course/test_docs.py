@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from minifw.course.catalog import APP_PAGES, TASK_INFO
-from minifw.course.docs import (
+from minifw_course.catalog import APP_PAGES, TASK_INFO
+from minifw_course.docs import (
     COMPARISON_NOTE,
     render_index,
     render_module_page,
     task_files,
     write_docs,
 )
-from minifw.course.fences import scan_fences
-from minifw.course.tasks import MODULES, TASKS, tasks_of_module
+from minifw_course.fences import scan_fences
+from minifw_course.tasks import MODULES, TASKS, tasks_of_module
 
 pytestmark = pytest.mark.staff
 

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from minifw.course.fences import FenceError, find_fences, stub_message, stub_source
+from minifw_course.fences import FenceError, find_fences, stub_message, stub_source
 
 pytestmark = pytest.mark.staff
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from minifw.course.assignment import make_assignment
-from minifw.course.grade import (
+from minifw_course.assignment import make_assignment
+from minifw_course.grade import (
     grade,
     parse_tasks,
     results_json,
@@ -18,7 +18,7 @@ from minifw.course.grade import (
     task_test_files,
     write_json_atomic,
 )
-from minifw.course.markers import PytestRun
+from minifw_course.markers import PytestRun
 
 pytestmark = pytest.mark.staff
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from minifw.course.assignment import AssignmentError, assignment_module, make_assignment
-from minifw.course.fences import FenceError
+from minifw_course.assignment import AssignmentError, assignment_module, make_assignment
+from minifw_course.fences import FenceError
 
 pytestmark = pytest.mark.staff
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from minifw.course.markers import PytestRun, check_markers, collect, is_staff_path
+from minifw_course.markers import PytestRun, check_markers, collect, is_staff_path
 
 pytestmark = pytest.mark.staff
 

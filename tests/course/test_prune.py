@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from minifw.course.prune import file_tasks, marked_tasks, prune_tests
+from minifw_course.prune import file_tasks, marked_tasks, prune_tests
 
 pytestmark = pytest.mark.staff
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from minifw.course.assignment import make_assignment
-from minifw.course.fences import scan_fences
-from minifw.course.grade import grade, parse_tasks
-from minifw.course.markers import PytestRun, check_markers, collect, run_pytest
-from minifw.course.tasks import TASKS
+from minifw_course.assignment import make_assignment
+from minifw_course.fences import scan_fences
+from minifw_course.grade import grade, parse_tasks
+from minifw_course.markers import PytestRun, check_markers, collect, run_pytest
+from minifw_course.tasks import TASKS
 
 pytestmark = [pytest.mark.staff, pytest.mark.slow]
 

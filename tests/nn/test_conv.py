@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw.autograd import gradcheck
-from minifw.testing import assert_close, compare_with_torch
+from tests.strategies import assert_close, compare_with_torch
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional

@@ -8,8 +8,8 @@ import pytest
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw import nn, optim
+from minifw.core.random import generator
 from minifw.datasets import load_digits
-from minifw.random import generator
 from minifw.serialization import load, save
 from minifw.utils.data import DataLoader, TensorDataset
 

@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw.autograd import gradcheck
-from minifw.testing import assert_close, compare_with_torch, shapes, small_floats
+from tests.strategies import assert_close, compare_with_torch, shapes, small_floats
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional

@@ -12,7 +12,7 @@ import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw import nn
 from minifw.autograd import gradcheck
-from minifw.testing import assert_close
+from tests.strategies import assert_close
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.task4_5

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from minifw.nn import Module, Parameter
-from minifw.scalar import Scalar
+from minifw.scalar.scalar import Scalar
 
 pytestmark = pytest.mark.task0_4
 

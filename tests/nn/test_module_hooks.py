@@ -7,7 +7,7 @@ import pytest
 
 import minifw as mf
 from minifw import nn
-from minifw.testing import assert_close
+from tests.strategies import assert_close
 
 pytestmark = pytest.mark.task4_5
 

@@ -8,8 +8,8 @@ import pytest
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw import nn
-from minifw.testing import assert_close
 from minifw.utils.checkpoint import checkpoint
+from tests.strategies import assert_close
 
 pytestmark = pytest.mark.task4_5
 

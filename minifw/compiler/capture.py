@@ -1,0 +1,456 @@
+"""Graph capture for `mf.compile`: record what a function launches, and what it returns.
+
+While a function runs under `recording(recorder)`, every kernel launch of this
+thread is recorded as a `Step` over numbered buffers, and the function's result
+(with its autograd graph, if it has one) is described by `analyse` as a `Graph`
+whose tensors all point back at those buffers. A buffer is a graph input's
+storage, the output of a step, the storage of a tensor object the graph reads
+(a parameter: looked up again at every replay), or a constant (read by reference).
+
+What cannot be replayed is listed in `Recorder.problems` (a capture with problems
+runs eagerly instead): reading values on the host (`item()`, `numpy()`,
+`tolist()`, printing, casts), writing in place into a tensor the traced ops did
+not compute (except a leaf whose gradient a backward in the function made: an
+optimizer step), random numbers, and autograd state the replay cannot rebuild.
+Code above this layer reports what it cannot replay with `refuse`, and the Python
+values it reads that a replay must match with `guard`.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from minifw import _launch_hooks
+from minifw._launch_hooks import Launch
+from minifw.core import operators
+from minifw.core.autodiff import topological_sort
+from minifw.core.random import generator
+from minifw.core.tensor_data import TensorData, strides_from_shape
+from minifw.tensor.autograd import _grad_hook, recorded_inputs
+from minifw.tensor.functions import is_tensor
+from minifw.tensor.tensor import Tensor
+
+
+class UnsupportedError(Exception):
+    """The captured function does something a replay cannot reproduce."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A view of buffer number `buf`: shape, strides and offset in cells."""
+
+    buf: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+
+
+@dataclass(slots=True)
+class Buffer:
+    """Where a buffer comes from: "input", "step", "object" or "const"."""
+
+    origin: str
+    index: int
+    size: int
+    dtype: np.dtype[Any]
+    storage: Any = None  # the array itself, for "const" buffers only
+    fill: Any = None  # the start value a reduction's output is filled with
+
+
+@dataclass(slots=True)
+class Step:
+    """One recorded launch: `kind` ("map", "map_into", "zip", "reduce", "matmul")."""
+
+    kind: str
+    op: int
+    dim: int
+    backend: Any
+    out: Ref
+    inputs: tuple[Ref, ...]
+
+
+@dataclass(slots=True)
+class Node:
+    """One autograd node of the result: its Function, inputs, saved values and output."""
+
+    function: type
+    args: tuple[Any, ...]
+    saved: tuple[Any, ...]
+    attrs: dict[str, Any]
+    out: Ref
+    backend: Any
+
+
+@dataclass(slots=True)
+class Graph:
+    """A captured function: buffers, steps, objects, autograd nodes, and the result.
+
+    `grads` pairs each leaf (a reference) whose `.grad` a backward inside the
+    function set with the view of the buffer holding that gradient, or None when
+    the function used that gradient and set `.grad` back to None (an update step).
+    `guards` pairs functions reading Python state with the values they returned
+    at capture: a replay runs only while they return the same. `cleared` holds the
+    leaves whose `.grad` the function set to None before its backward set it
+    (`optimizer.zero_grad()` first): a replay clears them too.
+    """
+
+    buffers: list[Buffer]
+    steps: list[Step]
+    objects: list[tuple[Tensor, Ref, bool]]
+    nodes: list[Node]
+    result: Any
+    needed: set[int] = field(default_factory=set)
+    grads: list[tuple[Any, Ref | None]] = field(default_factory=list)
+    guards: list[tuple[Callable[[], Any], Any]] = field(default_factory=list)
+    cleared: list[Any] = field(default_factory=list)
+
+
+class Recorder:
+    """A launch listener that records the launches of one capture."""
+
+    def __init__(self, inputs: list[Tensor]) -> None:
+        self.inputs = inputs
+        self.buffers: list[Buffer] = []
+        self.steps: list[Step] = []
+        self.problems: list[str] = []
+        self.grads_before = [t.grad for t in inputs]
+        self.backward_ran = False
+        self.leaves: dict[int, Tensor] = {}  # leaves whose .grad a backward in f made
+        self.guards: list[tuple[Callable[[], Any], Any]] = []
+        self.cleared: dict[int, Tensor] = {}  # leaves whose .grad f set to None first
+        self._ids: dict[int, int] = {}
+        self._alive: list[Any] = []  # every storage seen, so that ids stay unique
+        for i, t in enumerate(inputs):
+            if id(t._data.base) not in self._ids:
+                self._register(t._data.base, "input", i)
+
+    def _register(self, storage: Any, origin: str, index: int, fill: Any = None) -> int:
+        number = len(self.buffers)
+        keep = storage if origin == "const" else None
+        self.buffers.append(
+            Buffer(origin, index, int(storage.size), np.dtype(storage.dtype), keep, fill)
+        )
+        self._ids[id(storage)] = number
+        self._alive.append(storage)
+        return number
+
+    def buffer_of(self, data: TensorData) -> int:
+        """The number of the buffer under `data` (a new constant if not seen before)."""
+        number = self._ids.get(id(data.base))
+        if number is None:
+            number = self._register(data.base, "const", -1)
+        return number
+
+    def ref(self, data: TensorData) -> Ref:
+        """`data` as a view of a numbered buffer."""
+        return Ref(self.buffer_of(data), data.shape, data.strides, data.offset)
+
+    def host_read(self, what: str) -> None:
+        """Note that the function read tensor values on the host."""
+        self.problems.append(f"it reads tensor values on the host ({what})")
+
+    def __call__(self, launch: Launch, proceed: Callable[[Launch], None]) -> None:
+        """Record `launch` as a step of the captured graph, then run it."""
+        kind = launch.kind
+        if kind == "to_host":
+            shape = launch.inputs[0].shape
+            self.host_read(f"a copy to the host of a tensor of shape {shape}")
+        elif kind == "fused":
+            self.problems.append("it launched a fused kernel while being captured")
+        else:
+            inputs = tuple(self.ref(d) for d in launch.inputs)
+            out = launch.outs[0]
+            if kind in ("map_into", "zip_into"):
+                if not self._writable(out):
+                    self.problems.append(
+                        f"it writes in place into a tensor of shape {out.shape} that the "
+                        "traced ops did not compute (a tensor made inside the function by "
+                        "zeros/empty/cat, or state outside it other than a leaf whose "
+                        "gradient its backward made)"
+                    )
+            else:
+                fill = out.base[0] if kind == "reduce" else None
+                self._register(out.base, "step", len(self.steps), fill)
+            op = launch.op
+            if kind == "zip_into":
+                # Recorded as a zip into a new buffer and a copy into `out`: kinds that
+                # fusion and replay know, with the same result.
+                inputs = (self._zip_into_temp(launch, inputs),)
+                kind, op = "map_into", operators.ID
+            step = Step(kind, op, launch.dim, launch.backend, self.ref(out), inputs)
+            self.steps.append(step)
+            self._note_backward(sys._getframe(1))
+        proceed(launch)
+
+    def _writable(self, out: TensorData) -> bool:
+        """True if a replay can write into `out`: an input, a step's output, or a leaf.
+
+        A leaf qualifies once a backward in f made its gradient (an optimizer step); the
+        replay looks its storage up again at every call, as it does for parameters.
+        """
+        number = self._ids.get(id(out.base))
+        if number is not None and self.buffers[number].origin in ("input", "step"):
+            return True
+        return any(leaf._data.base is out.base for leaf in self.leaves.values())
+
+    def grads_cleared(self, tensors: list[Tensor]) -> None:
+        """Note tensors whose `.grad` f sets to None (those no backward in f set yet)."""
+        for t in tensors:
+            if id(t) not in self.leaves:
+                self.cleared.setdefault(id(t), t)
+
+    def _zip_into_temp(self, launch: Launch, inputs: tuple[Ref, ...]) -> Ref:
+        """Record the zip of a "zip_into" launch into a new buffer; return its view."""
+        out = launch.outs[0]
+        number = len(self.buffers)
+        self.buffers.append(Buffer("step", len(self.steps), out.size, np.dtype(out.base.dtype)))
+        temp = Ref(number, out.shape, strides_from_shape(out.shape), 0)
+        self.steps.append(Step("zip", launch.op, -1, launch.backend, temp, inputs))
+        return temp
+
+    def _note_backward(self, frame: Any) -> None:
+        """Notice launches made by a backward in f."""
+        for _ in range(_FRAMES):
+            if frame is None:
+                return
+            if frame.f_code.co_name == "backpropagate":
+                self.backward_ran = True
+                return
+            frame = frame.f_back
+
+    def leaf_grad(self, leaf: Tensor, added: bool) -> None:
+        """Note a leaf whose `.grad` a backward in f set (or added to, which cannot replay)."""
+        self.backward_ran = True
+        if added or id(leaf) in self.leaves:
+            self.problems.append(
+                "its backward adds to a .grad that is already set (set grads to None "
+                "first, e.g. zero_grad(set_to_none=True))"
+            )
+        self.leaves[id(leaf)] = leaf
+
+
+class _Watching(threading.local):
+    def __init__(self) -> None:
+        self.recorders: list[Recorder] = []
+
+
+_watching = _Watching()
+_FRAMES = 40  # how far up the stack a launch is traced back to a backward
+_patch_lock = threading.Lock()
+_patched: list[bool] = [False]
+
+
+def capturing() -> bool:
+    """True while this thread captures a function."""
+    return bool(_watching.recorders)
+
+
+@contextmanager
+def recording(recorder: Recorder) -> Iterator[None]:
+    """Record this thread's launches, host reads, leaf grads and random draws."""
+    _watch_host_reads()
+    _grad_hook[0] = _leaf_grad
+    rng = generator()
+    state = rng.bit_generator.state
+    _watching.recorders.append(recorder)
+    _launch_hooks.add_listener(recorder)
+    try:
+        yield
+    finally:
+        _launch_hooks.remove_listener(recorder)
+        _watching.recorders.pop()
+    if generator() is not rng or rng.bit_generator.state != state:
+        recorder.problems.append("it draws random numbers (rand, randn, dropout, ...)")
+
+
+def refuse(reason: str) -> None:
+    """Tell this thread's capture, if any, that what runs now cannot be replayed (why)."""
+    if _watching.recorders:
+        _watching.recorders[-1].problems.append(reason)
+
+
+def guard(read: Callable[[], Any]) -> None:
+    """Make this thread's capture, if any, replay only while `read()` returns what it does now.
+
+    For Python state that code under capture reads and bakes into the kernels it
+    launches (an optimizer's learning rate): a change captures again.
+    """
+    if _watching.recorders:
+        _watching.recorders[-1].guards.append((read, read()))
+
+
+def grads_cleared(tensors: list[Tensor]) -> None:
+    """Tell this thread's capture, if any, that these tensors' `.grad` is set to None now."""
+    if _watching.recorders:
+        _watching.recorders[-1].grads_cleared(tensors)
+
+
+def _leaf_grad(leaf: Tensor, added: bool) -> None:
+    """The grad hook of `tensor_autograd`: tells this thread's capture, if any."""
+    if _watching.recorders:
+        _watching.recorders[-1].leaf_grad(leaf, added)
+
+
+def _watch_host_reads() -> None:
+    """Make `Tensor.numpy` (behind item, tolist, printing) report to the active capture.
+
+    CPU tensors hand their storage to numpy without calling the backend, so the
+    launch hook cannot see these reads. Installed once; costs one check per call.
+    """
+    with _patch_lock:
+        if _patched[0]:
+            return
+        original = Tensor.numpy
+
+        def numpy(self: Tensor) -> np.ndarray:
+            """The values as a numpy array (sharing memory for CPU tensors)."""
+            if _watching.recorders:
+                _watching.recorders[-1].host_read(f"numpy() of a tensor of shape {self.shape}")
+            return original(self)
+
+        setattr(Tensor, "numpy", numpy)  # noqa: B010 - the method is replaced on purpose
+        _patched[0] = True
+
+
+# Describing the result
+
+
+def analyse(recorder: Recorder, result: Any) -> Graph:
+    """Describe the function's result (and its autograd graph) over the recorded buffers."""
+    graph = Graph(recorder.buffers, recorder.steps, [], [], None, guards=recorder.guards)
+    describer = _Describer(recorder, graph)
+    outputs: list[Tensor] = []
+    _collect(result, outputs)
+    for t, before in zip(recorder.inputs, recorder.grads_before, strict=True):
+        if t.grad is not before and id(t) not in recorder.leaves:
+            raise UnsupportedError("it sets the .grad of an argument in a way the replay cannot")
+    if recorder.backward_ran:
+        describer.detached = True  # the graph is spent: results come back without history
+        cleared = [t for key, t in recorder.cleared.items() if key in recorder.leaves]
+        graph.cleared = [describer.value(t) for t in cleared]
+        for leaf in recorder.leaves.values():
+            if leaf._hooks:
+                raise UnsupportedError("its backward runs hooks on a leaf")
+            if leaf.grad is None:  # used (by an update step) and set back to None
+                graph.grads.append((describer.value(leaf), None))
+                continue
+            grad = recorder.ref(leaf.grad._data)
+            if graph.buffers[grad.buf].origin != "step" or leaf.history is not None:
+                raise UnsupportedError("its backward sets a .grad in a way the replay cannot")
+            graph.needed.add(grad.buf)
+            graph.grads.append((describer.value(leaf), grad))
+        if any(t.history is not None and t.grad is not None for t in outputs):
+            raise UnsupportedError("it keeps the .grad of a tensor it returns (retain_grad)")
+    elif any(t.requires_grad and t.history is not None for t in outputs):
+        describer.nodes_of(outputs)
+    graph.result = describer.value(result, output=True)
+    return graph
+
+
+def _collect(value: Any, found: list[Tensor]) -> None:
+    if is_tensor(value):
+        found.append(value)
+    elif isinstance(value, tuple | list):
+        for item in value:
+            _collect(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _collect(item, found)
+
+
+class _Describer:
+    """Turns tensors into references the replay can resolve: input, node, object, view."""
+
+    def __init__(self, recorder: Recorder, graph: Graph) -> None:
+        self.recorder = recorder
+        self.graph = graph
+        self.inputs = {id(t): i for i, t in enumerate(recorder.inputs)}
+        self.node_ids: dict[int, int] = {}
+        self.object_ids: dict[int, int] = {}
+        self.detached = False
+
+    def nodes_of(self, outputs: list[Tensor]) -> None:
+        """Describe every autograd node behind `outputs`, inputs before users."""
+        order: list[Tensor] = []
+        for out in outputs:
+            if out.history is None:
+                continue
+            for t in reversed(topological_sort(out)):
+                assert isinstance(t, Tensor)
+                if t.history is not None and id(t) not in self.node_ids:
+                    self.node_ids[id(t)] = len(order)
+                    order.append(t)
+        for t in order:
+            self.graph.nodes.append(self._node(t))
+
+    def _node(self, t: Tensor) -> Node:
+        history = t.history
+        assert history is not None and history.ctx is not None
+        ctx: Any = history.ctx
+        if getattr(ctx, "_freed", False):
+            raise UnsupportedError("it runs backward inside the function (the graph is freed)")
+        if t._hooks or t._retains_grad:
+            raise UnsupportedError("it registers hooks (or retain_grad) on an intermediate tensor")
+        args = tuple(self.value(v) for v in recorded_inputs(history))
+        saved = tuple(self.value(v) for v in ctx.saved_values)
+        attrs = {k: self.value(v) for k, v in vars(ctx).items()}
+        ref = self.recorder.ref(t._data)
+        self.graph.needed.add(ref.buf)
+        return Node(history.last_fn, args, saved, attrs, ref, t.backend)
+
+    def value(self, v: Any, output: bool = False) -> Any:
+        """A reference the replay resolves: ("input", i), ("node", j), ("object", k), ..."""
+        if is_tensor(v):
+            return self._tensor(v, output)
+        if isinstance(v, tuple | list):
+            if type(v) not in (tuple, list) and any(is_tensor(x) for x in v):
+                raise UnsupportedError(f"it keeps tensors in a {type(v).__name__}")
+            if type(v) in (tuple, list):
+                return ("seq", type(v), [self.value(x, output) for x in v])
+        if isinstance(v, dict):
+            if output:
+                return ("dict", {k: self.value(x, output) for k, x in v.items()})
+            if any(is_tensor(x) for x in v.values()):
+                raise UnsupportedError("a Function keeps tensors inside a dict in its ctx")
+        elif output and not (v is None or isinstance(v, bool | int | float | str)):
+            raise UnsupportedError(f"it returns a {type(v).__name__} (return tensors, tuples, "
+                              "lists, dicts and plain numbers)")  # fmt: skip
+        return ("value", v)
+
+    def _tensor(self, t: Tensor, output: bool) -> tuple[Any, ...]:
+        if id(t) in self.inputs:
+            return ("input", self.inputs[id(t)])
+        if id(t) in self.node_ids:
+            return ("node", self.node_ids[id(t)])
+        ref = self.recorder.ref(t._data)
+        origin = self.graph.buffers[ref.buf].origin
+        if origin in ("step", "input"):
+            if t.requires_grad and not (self.detached and t.history is not None):
+                raise UnsupportedError(
+                    "it makes a leaf tensor that requires grad from computed values"
+                )
+            self.graph.needed.add(ref.buf)
+            return ("tensor", ref, t.backend)
+        if output and not t.requires_grad and origin == "const":
+            return ("copy", ref, t.backend)  # made inside the function: a fresh copy per call
+        return ("object", self._object(t, ref))
+
+    def _object(self, t: Tensor, ref: Ref) -> int:
+        if id(t) not in self.object_ids:
+            buffer = self.graph.buffers[ref.buf]
+            if buffer.origin == "const":
+                buffer.origin, buffer.storage = "object", None
+            self.object_ids[id(t)] = len(self.graph.objects)
+            self.graph.objects.append((t, ref, t.requires_grad))
+        return self.object_ids[id(t)]
+
+
+__all__ = ["Buffer", "Graph", "Node", "Recorder", "Ref", "Step", "UnsupportedError", "analyse",
+           "capturing", "grads_cleared", "guard", "recording", "refuse"]  # fmt: skip

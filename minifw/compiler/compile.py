@@ -1,0 +1,257 @@
+"""Graph capture and kernel fusion: `f2 = mf.compile(f)`, also usable as `@mf.compile`.
+
+What happens
+    The first call with a given *signature* (see Guards) runs `f` eagerly while
+    recording every kernel it launches (the capture). Later calls with the same
+    signature replay the recording: the kernels run straight on the kernel set,
+    without Tensor objects, checks or autograd bookkeeping in between, and each
+    maximal group of elementwise map/zip ops of one shape (operands from outside
+    the group may broadcast) runs as ONE generated Numba kernel that reads every
+    operand once and writes only the values still needed. Reductions and matmuls
+    run as they are. `mf.compile(f, mode="replay")` replays without fusing;
+    `mode="eager"` just calls `f` (for comparisons).
+
+Autograd
+    Gradients flow through compiled functions: when the result requires grad,
+    the replay rebuilds the captured autograd graph node by node over the new
+    buffers, each node keeping its Function's backward, so `loss.backward()` runs
+    the backward eagerly, op by op, and gives the same gradients as eager. The
+    forward is fused, the backward is not; the intermediates backward needs are
+    written by the fused kernels.
+
+Capture semantics (the tracing pitfalls)
+    - Python control flow is frozen at capture: `if`, loops and Python numbers
+      computed in `f` take the values they had on the first call.
+    - Guards: tensor arguments' shape, strides, offset, dtype, backend and
+      requires_grad (and which of them share storage), the values of non-tensor
+      arguments (numbers, strings, None, tuples/lists/dicts of these; other
+      hashable objects, such as a Module passed as `self`, by equality, which is
+      identity for most objects), grad mode and the default dtype. A call that
+      differs in any of them captures again.
+    - Tensors that `f` reads without receiving them (parameters of a model, other
+      closed-over tensors) are read by storage at every call, so in-place updates
+      (optimizer steps) are seen. Those in the autograd graph (parameters that
+      require grad) are looked up again at every call, so `p.data = ...` is seen
+      too; a new shape or requires_grad of one of them captures again.
+    - A capture that cannot be replayed faithfully falls back to eager, with a
+      `CompileWarning`, and that signature stays eager: reading values on the
+      host (`.item()`, `float(t)`, `.tolist()`, `.numpy()`, printing, and so
+      dtype casts), random numbers (`rand`, dropout), writing in place into a
+      tensor the traced ops did not compute (`cat`, `stack`, filling a fresh
+      `zeros`, updating state outside `f`; parameters are the exception, below),
+      an optimizer step that keeps per-parameter state (SGD with momentum, Adam),
+      hooks on intermediates, or arguments of other types. Never a wrong answer.
+    - A whole training step can be captured: when `f` calls `loss.backward()`,
+      the backward's kernels are captured (and fused) too, and each replay sets
+      the `.grad` of the leaves it reached (arguments or parameters `f` reads).
+      Their `.grad` must be None when `f` is called, or `f` must clear them first
+      (`optimizer.zero_grad()`); a call where one is set otherwise runs eagerly,
+      so the gradients accumulate as usual. The tensors such an `f` returns come
+      back without autograd history.
+    - The update can be part of the step: after its backward, `f` may write in
+      place into those leaves (`p -= lr * p.grad` under `no_grad`, or a plain
+      `optimizer.step()`) and set their `.grad` to None; each update runs as one
+      fused kernel writing the parameter's cells. The hyperparameters an
+      optimizer reads (lr, weight decay) are guarded: a scheduler's new lr
+      captures again rather than replaying the old one.
+    - The first call's result is the eager result itself.
+    - numpy data that `f` turns into tensors is frozen at capture.
+    - Calls made while another compiled function is being captured run eagerly
+      (so the outer capture sees, and fuses, their ops).
+
+Backends
+    Fusion needs CPU storage (the "fast" and "simple" backends). On "cuda" (or
+    its simulator) the capture is replayed without fusion.
+
+Generated kernels are Python files named by the hash of their source, written
+under `minifw._fusion.cache_dir()` (NUMBA_CACHE_DIR/minifw-fused or
+~/.cache/minifw/fused) and compiled with `cache=True`, so a second process loads
+them from disk.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from minifw.backends import default_backend
+from minifw.compiler.capture import Recorder, UnsupportedError, analyse, capturing, recording
+from minifw.compiler.replay import Plan, RecaptureError, RunEagerError
+from minifw.core.autodiff import is_grad_enabled
+from minifw.core.dtypes import get_default_dtype
+from minifw.tensor.functions import is_tensor
+from minifw.tensor.tensor import Tensor
+
+MODES = ("default", "replay", "eager")
+MAX_GRAPHS = 8  # signatures kept per compiled function; the oldest goes first
+
+
+class CompileWarning(UserWarning):
+    """A compiled function could not be captured and runs eagerly."""
+
+
+class CompiledFunction:
+    """`fn` with graph capture, replay and fusion (see the module docstring)."""
+
+    def __init__(self, fn: Callable[..., Any], mode: str = "default") -> None:
+        if mode not in MODES:
+            raise ValueError(f"mf.compile: unknown mode {mode!r}; expected one of {MODES}")
+        if not callable(fn):
+            raise TypeError(f"mf.compile expects a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.mode = mode
+        self.stats = {"captures": 0, "replays": 0, "eager_calls": 0, "fallbacks": 0}
+        self._plans: OrderedDict[Any, Plan | None] = OrderedDict()
+        self._lock = threading.Lock()
+        self._warned_arguments = False
+        functools.update_wrapper(self, fn)
+
+    def __repr__(self) -> str:
+        return f"<compiled {_name(self.fn)} mode={self.mode!r}>"
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        """As a method decorator: bind `obj` as the first argument (guarded by identity)."""
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Replay the capture of this call's signature (capturing it first if new)."""
+        if self.mode == "eager" or capturing():
+            return self._eager(args, kwargs)
+        try:
+            key, inputs = signature(args, kwargs)
+        except UnsupportedError as problem:
+            if not self._warned_arguments:
+                self._warned_arguments = True
+                _warn(f"{_name(self.fn)} gets {problem}; it runs eagerly")
+            return self._eager(args, kwargs)
+        with self._lock:
+            found = key in self._plans
+            plan = self._plans.get(key)
+        if not found:
+            return self._capture(key, inputs, args, kwargs)
+        if plan is None:
+            return self._eager(args, kwargs)
+        try:
+            result = plan.run(inputs)
+        except RecaptureError:
+            return self._capture(key, inputs, args, kwargs)
+        except RunEagerError:
+            return self._eager(args, kwargs)
+        with self._lock:
+            self.stats["replays"] += 1
+        return result
+
+    def _eager(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        with self._lock:
+            self.stats["eager_calls"] += 1
+        return self.fn(*args, **kwargs)
+
+    def _capture(
+        self, key: Any, inputs: list[Tensor], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        recorder = Recorder(inputs)
+        with recording(recorder):
+            result = self.fn(*args, **kwargs)
+        problems = list(dict.fromkeys(recorder.problems))
+        plan: Plan | None = None
+        if not problems:
+            try:
+                fuse = self.mode == "default"
+                plan = Plan(analyse(recorder, result), fuse, f"compiled {_name(self.fn)}")
+            except UnsupportedError as problem:
+                problems.append(str(problem))
+        with self._lock:
+            self.stats["captures"] += 1
+            if plan is None:
+                self.stats["fallbacks"] += 1
+            self._plans[key] = plan
+            self._plans.move_to_end(key)
+            while len(self._plans) > MAX_GRAPHS:
+                self._plans.popitem(last=False)
+        if plan is None:
+            shapes = ", ".join(str(t.shape) for t in inputs) or "no tensors"
+            _warn(f"could not capture {_name(self.fn)} for inputs of shapes {shapes}: "
+                  f"{'; '.join(problems)}. It runs eagerly for these inputs.")  # fmt: skip
+        return result
+
+    def plans(self) -> list[Plan]:
+        """The captured programs, one per signature seen (oldest first)."""
+        with self._lock:
+            return [plan for plan in self._plans.values() if plan is not None]
+
+    def explain(self) -> str:
+        """What was captured: each signature's kernels, fused groups marked `fused[...]`."""
+        text = [plan.describe() for plan in self.plans()]
+        return "\n".join(text) if text else f"{_name(self.fn)}: nothing captured yet"
+
+    def reset(self) -> None:
+        """Forget every capture (the next call captures again)."""
+        with self._lock:
+            self._plans.clear()
+
+
+def compile(  # noqa: A001 - PyTorch's name (torch.compile)
+    fn: Callable[..., Any] | None = None, *, mode: str = "default"
+) -> Any:
+    """Capture `fn`'s kernels on its first call and replay them, fused, on later calls.
+
+    Use as `f2 = mf.compile(f)`, `@mf.compile` or `@mf.compile(mode="replay")`.
+    `mode` is "default" (capture, fuse, replay), "replay" (capture and replay
+    without fusing) or "eager" (call `fn` unchanged). See the module docstring
+    for what is frozen at capture and when a function falls back to eager.
+    """
+    if fn is None:
+        return lambda f: CompiledFunction(f, mode)
+    return CompiledFunction(fn, mode)
+
+
+def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Tensor]]:
+    """The guard key of a call, and its tensor arguments in order."""
+    inputs: list[Tensor] = []
+    bases: dict[int, int] = {}
+    key = (
+        is_grad_enabled(),
+        str(get_default_dtype()),
+        default_backend("cpu").name,
+        _key(args, inputs, bases),
+        _key(kwargs, inputs, bases),
+    )
+    return key, inputs
+
+
+def _key(value: Any, inputs: list[Tensor], bases: dict[int, int]) -> Any:
+    if is_tensor(value):
+        data = value._data
+        alias = bases.setdefault(id(data.base), len(inputs))
+        inputs.append(value)
+        return ("T", data.shape, data.strides, data.offset, str(value.dtype),
+                value.backend.name, value.requires_grad, alias)  # fmt: skip
+    if type(value) in (tuple, list):
+        return (type(value).__name__, tuple(_key(v, inputs, bases) for v in value))
+    if type(value) is dict:
+        return ("dict", tuple((k, _key(v, inputs, bases)) for k, v in value.items()))
+    if value is None or isinstance(value, bool | int | float | str):
+        return (type(value).__name__, value)
+    try:
+        hash(value)
+    except TypeError:
+        pass
+    else:  # a module, a function, ...: guarded by equality (identity for most objects)
+        return ("object", type(value).__qualname__, value)
+    raise UnsupportedError(f"an argument of type {type(value).__name__} (pass tensors and plain "
+                      "Python values)")  # fmt: skip
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def _warn(message: str) -> None:
+    warnings.warn(f"mf.compile: {message}", CompileWarning, stacklevel=4)
+
+
+__all__ = ["CompileWarning", "CompiledFunction", "MODES", "compile", "signature"]

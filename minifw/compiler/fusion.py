@@ -1,0 +1,450 @@
+"""Kernel fusion for `mf.compile`: group elementwise steps, generate one Numba kernel each.
+
+`plan_fusion` walks the recorded steps in order and grows groups of map/zip steps
+that have the same output shape, where each step reads the outputs of earlier
+members cell for cell (same shape, row-major). Reading a member any other way
+(broadcast, transposed, by a reduce or a matmul) closes its group, which then
+runs before that reader; an in-place write closes every open group, and when it
+only copies a group's result into a tensor the group reads cell for cell (if at
+all), that group writes the tensor's cells itself (`x -= lr * g`: one kernel, no
+copy). Operands from outside a group (graph inputs, parameters, matmul results)
+may broadcast.
+
+`fused_kernel` writes Python source for a group (one `prange` loop; per output
+cell it reads each operand once, evaluates the members with the scalar functions
+of `operators.py` rounded to each member's dtype, exactly as the unfused kernels
+store them, and writes the outputs still needed), saves it under `cache_dir()`
+named by its hash and imports it, so Numba's disk cache (`cache=True`) works
+across processes as it does for `fast_ops.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+
+from minifw._jit import compile_functions, njit
+from minifw.compiler.capture import Ref, Step
+from minifw.core import operators, tensor_data
+from minifw.fast_paths import simd_math as _simd_math
+
+# The scalar functions generated kernels call, compiled once (like fast_ops' copies).
+SCALAR = compile_functions(
+    [operators, tensor_data],
+    operators.KERNEL_FUNCTIONS,
+    lambda fn: njit(fn, inline="always"),
+    replacements={"exp": _simd_math.exp},
+)
+PARALLEL_FROM = 32768  # cells from which a fused kernel runs in parallel (as in fast_ops)
+_INFIX = {operators.ADD: "+", operators.SUB: "-", operators.MUL: "*", operators.DIV: "/"}
+_CASTS = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64"}
+_cache_dir: list[Path | None] = [None]
+_kernels: dict[tuple[str, Path], Any] = {}
+_kernel_lock = threading.Lock()
+
+
+@dataclass(slots=True, eq=False)
+class Group:
+    """Elementwise steps fused into one kernel; `outputs` are the buffers it must write."""
+
+    members: list[int]
+    shape: tuple[int, ...]
+    closed: bool = False
+    outputs: list[int] = field(default_factory=list)
+    leaves: list[Ref] = field(default_factory=list)
+    into: dict[int, Ref] = field(default_factory=dict)  # output -> where it is written instead
+
+
+def fusable(step: Step) -> bool:
+    """True for a map or zip step on the CPU whose op and dtypes a fused kernel handles."""
+    if step.kind not in ("map", "zip") or step.backend.device != "cpu":
+        return False
+    names = operators.UNARY_NAMES if step.kind == "map" else operators.BINARY_NAMES
+    return step.op in names
+
+
+def plan_fusion(steps: list[Step], dtypes: list[str], needed: set[int]) -> list[int | Group]:
+    """The program: step numbers to run as they are, and groups to run fused, in order.
+
+    `dtypes[b]` is buffer b's dtype name; `needed` holds the buffers that must be
+    written because something outside the steps (the result, autograd) reads them.
+    """
+    program: list[int | Group] = []
+    open_groups: list[Group] = []
+    owner: dict[int, Group] = {}  # output buffer of a member -> its group
+    readers = Counter(r.buf for step in steps for r in step.inputs)
+
+    def close(group: Group) -> None:
+        if not group.closed:
+            group.closed = True
+            open_groups.remove(group)
+            program.append(group)
+
+    for number, step in enumerate(steps):
+        if not (fusable(step) and all(dtypes[r.buf] in _CASTS for r in step.inputs)):
+            if step.kind == "map_into":
+                source = _copied_group(step, owner, steps, dtypes, needed, readers)
+                for group in [g for g in open_groups if g is not source]:
+                    close(group)
+                if source is not None:  # x -= y: the group writes x's cells itself
+                    source.into[step.inputs[0].buf] = step.out
+                    close(source)
+                    continue
+            for ref in step.inputs:
+                if ref.buf in owner:
+                    close(owner[ref.buf])
+            program.append(number)
+            continue
+        shape = step.out.shape
+        joined: list[Group] = []
+        for ref in step.inputs:
+            found = owner.get(ref.buf)
+            if found is None or found.closed:
+                continue
+            group = found
+            if _reads_cellwise(ref, shape) and group.shape == shape:
+                joined.append(group)
+            else:
+                close(group)
+        joined = [g for g in dict.fromkeys(joined) if not g.closed]
+        if joined:
+            target = joined[0]
+            for other in joined[1:]:
+                target.members += other.members
+                for buf in [b for b, g in owner.items() if g is other]:
+                    owner[buf] = target
+                open_groups.remove(other)
+            target.members.append(number)
+        else:
+            target = Group([number], shape)
+            open_groups.append(target)
+        owner[step.out.buf] = target
+    for group in list(open_groups):
+        close(group)
+    return [_finish(item, steps, needed) if isinstance(item, Group) else item for item in program]
+
+
+def _copied_group(
+    copy: Step, owner: dict[int, Group], steps: list[Step], dtypes: list[str],
+    needed: set[int], readers: Counter[int],
+) -> Group | None:  # fmt: skip
+    """The open group whose output `copy` (a map_into) only copies, if it may write there.
+
+    That is when the copy is the output's only reader, cell for cell into a row-major
+    view of the same dtype, and the group reads the target's cells (if at all) only
+    each at the cell it writes: each cell is then read before it is written.
+    """
+    (source,) = copy.inputs
+    group = owner.get(source.buf)
+    if (
+        copy.op != operators.ID
+        or group is None
+        or group.closed
+        or source.buf in needed
+        or readers[source.buf] != 1
+        or owner.get(copy.out.buf) is not None
+        or dtypes[source.buf] != dtypes[copy.out.buf]
+        or not (_reads_cellwise(source, group.shape) and copy.out.shape == group.shape)
+        or not _row_major(copy.out)
+    ):
+        return None
+    target = copy.out.buf
+    for m in group.members:
+        if any(r.buf == target and r != copy.out for r in steps[m].inputs):
+            return None
+    return group
+
+
+def _reads_cellwise(ref: Ref, shape: tuple[int, ...]) -> bool:
+    return ref.shape == shape and ref.offset == 0 and _row_major(ref)
+
+
+def _row_major(ref: Ref) -> bool:
+    return ref.strides == tensor_data.strides_from_shape(ref.shape)
+
+
+def _finish(group: Group, steps: list[Step], needed: set[int]) -> int | Group:
+    """A one-step group runs unfused; else decide which outputs to write, which leaves to read."""
+    group.members.sort()
+    if len(group.members) == 1 and not group.into:
+        return group.members[0]
+    inside = {steps[m].out.buf for m in group.members}
+    read_outside: set[int] = set()
+    for number, step in enumerate(steps):
+        if number not in group.members:
+            read_outside.update(r.buf for r in step.inputs)
+            read_outside.add(step.out.buf)
+    group.outputs = [b for b in sorted(inside) if b in needed or b in read_outside]
+    leaves: dict[Ref, None] = {}
+    for m in group.members:
+        for ref in steps[m].inputs:
+            if ref.buf not in inside:
+                leaves[ref] = None
+    group.leaves = list(leaves)
+    return group
+
+
+def leaf_access(ref: Ref, shape: tuple[int, ...]) -> tuple[str, tuple[Any, ...]]:
+    """How a kernel reads operand `ref` at out cell i, and the sizes that takes.
+
+    "dense" a[i] (out's shape, row-major); "scalar" a[0], read once (it broadcasts
+    along every dim); "block" a[(i // inner) % span] (row-major over a run of dims,
+    broadcast along the others: a bias, a column); else "strided": the position
+    is summed over out's dims with the broadcast strides.
+    """
+    if ref.shape == shape and _row_major(ref):
+        return "dense", ()
+    strides = broadcast_strides(ref, shape)
+    used = [d for d in range(len(shape)) if strides[d] != 0 and shape[d] != 1]
+    if not used:
+        return "scalar", ()
+    first, last = used[0], used[-1] + 1
+    inner = int(np.prod(shape[last:], dtype=np.int64))
+    span = int(np.prod(shape[first:last], dtype=np.int64))
+    expected = tensor_data.strides_from_shape(shape[first:last])
+    if all(strides[d] == expected[d - first] for d in range(first, last) if shape[d] != 1):
+        return "block", (inner, span)
+    return "strided", (strides,)
+
+
+def kernel_source(group: Group, steps: list[Step], dtypes: list[str]) -> str:
+    """The Python source of the fused kernel of `group` (it depends on layouts, not sizes)."""
+    kinds = [_read_kind(ref, group.shape) for ref in group.leaves]
+    leaf_of = {ref: i for i, ref in enumerate(group.leaves)}
+    temps: dict[int, str] = {}
+    body, used, doc = [], set(), []
+    for k, m in enumerate(group.members):
+        step = steps[m]
+        args = [temps[r.buf] if r.buf in temps else f"x{leaf_of[r]}" for r in step.inputs]
+        expr, name = _expression(step, args)
+        if name:
+            used.add(name)
+        temps[step.out.buf] = f"t{k}"
+        body.append(f"t{k} = {_CASTS[dtypes[step.out.buf]]}({expr})")
+        doc.append(f"    t{k} = {expr}")
+    body += [f"o{i}[i] = {temps[b]}" for i, b in enumerate(group.outputs)]
+    params = ["shape", *(f"o{i}" for i in range(len(group.outputs)))]
+    for i, kind in enumerate(kinds):
+        params += [f"a{i}", *_EXTRA_PARAMS[kind].format(i=i).split()]
+    by_rows = ("row" in kinds or "column" in kinds) and "strided" not in kinds
+    loop = (_row_loop if by_rows else _flat_loop)(kinds, body)
+    lines = [
+        '"""A fused kernel generated by minifw.compile (its file name is a hash of it).',
+        "",
+        "for r in prange(rows): for i in row r:  # operands read once per cell or row"
+        if by_rows
+        else "for i in prange(cells):  # one output cell per iteration; operands read once",
+        *doc,
+        "",
+        "`kernel` runs the loop in parallel; `kernel_serial`, the same loop in one thread,",
+        "is for small outputs, where starting threads costs more than the loop.",
+        '"""',
+        "import numpy as np",
+        "from numba import prange",
+        "",
+        "from minifw._fusion import SCALAR",
+        "from minifw._jit import njit",
+        "",
+        *(f"{name} = SCALAR.{name}" for name in sorted(used)),
+        "",
+    ]
+    for name, options in (
+        ("kernel", "parallel=True, cache=True"),
+        ("kernel_serial", "cache=True"),
+    ):
+        lines += ["", f"@njit({options})", f"def {name}({', '.join(params)}):", *loop, ""]
+    return "\n".join(lines)
+
+
+# The sizes a kernel takes after each operand, by how it reads the operand.
+_EXTRA_PARAMS = {"dense": "", "scalar": "", "row": "n{i} m{i}", "column": "n{i} m{i}",
+                 "strided": "s{i}"}  # fmt: skip
+_CELLS = ["    ndim = shape.shape[0]", "    cells = 1", "    for d in range(ndim):",
+          "        cells *= shape[d]"]  # fmt: skip
+
+
+def _read_kind(ref: Ref, shape: tuple[int, ...]) -> str:
+    """`leaf_access`'s kind, with "block" split into "column" and "row".
+
+    A "column" block spans out's last dim (its cells along a row of out are
+    contiguous); a "row" block has one cell for each row of out, or each run of rows.
+    """
+    kind, extra = leaf_access(ref, shape)
+    if kind != "block":
+        return kind
+    return "column" if extra[0] == 1 else "row"
+
+
+def _flat_loop(kinds: list[str], body: list[str]) -> list[str]:
+    """One prange loop over out's cells; an operand's position is computed per cell."""
+    loop = [*_CELLS]
+    loop += [f"    x{i} = a{i}[0]" for i, kind in enumerate(kinds) if kind == "scalar"]
+    loop.append("    for i in prange(cells):")
+    strided = [i for i, kind in enumerate(kinds) if kind == "strided"]
+    if strided:
+        loop.append("        rest = i + 0  # a copy: numba forbids writing the prange index")
+        loop += [f"        p{j} = 0" for j in strided]
+        loop += ["        for d in range(ndim - 1, -1, -1):", "            k = rest % shape[d]",
+                 "            rest = rest // shape[d]"]  # fmt: skip
+        loop += [f"            p{j} += k * s{j}[d]" for j in strided]
+    reads = {"dense": "a{i}[i]", "row": "a{i}[(i // n{i}) % m{i}]",
+             "column": "a{i}[(i // n{i}) % m{i}]", "strided": "a{i}[p{i}]"}  # fmt: skip
+    loop += [f"        x{i} = " + reads[kind].format(i=i) for i, kind in enumerate(kinds)
+             if kind != "scalar"]  # fmt: skip
+    return loop + [f"        {line}" for line in body]
+
+
+def _row_loop(kinds: list[str], body: list[str]) -> list[str]:
+    """A prange loop over out's rows (its last dim) with a contiguous loop inside.
+
+    A "row" operand (n cells of out per cell of it, n a multiple of the row length)
+    is read once per row; a "column" operand (n == 1) at a row start plus the column:
+    no division per cell, so the inner loop runs in SIMD lanes. Needs no strided operand.
+    """
+    loop = [*_CELLS, "    last = max(shape[ndim - 1], 1) if ndim else 1"]
+    loop += [f"    x{i} = a{i}[0]" for i, kind in enumerate(kinds) if kind == "scalar"]
+    loop += [f"    k{i} = n{i} // last" for i, kind in enumerate(kinds) if kind == "row"]
+    loop += [f"    q{i} = m{i} // last" for i, kind in enumerate(kinds) if kind == "column"]
+    loop.append("    for r in prange(cells // last):")
+    loop += [f"        x{i} = a{i}[(r // k{i}) % m{i}]" for i, k in enumerate(kinds) if k == "row"]
+    loop += [f"        c{i} = (r % q{i}) * last" for i, k in enumerate(kinds) if k == "column"]
+    loop += [
+        "        start = r * last",
+        "        for j in range(last):",
+        "            i = start + j",
+    ]
+    loop += [f"            x{i} = a{i}[i]" for i, kind in enumerate(kinds) if kind == "dense"]
+    loop += [f"            x{i} = a{i}[c{i} + j]" for i, k in enumerate(kinds) if k == "column"]
+    return loop + [f"            {line}" for line in body]
+
+
+def _expression(step: Step, args: list[str]) -> tuple[str, str]:
+    """The scalar expression of one step, and the SCALAR function it calls ("" for none)."""
+    op = step.op
+    if step.kind == "map":
+        if op == operators.ID:
+            return args[0], ""
+        if op == operators.NEG:
+            return f"-{args[0]}", ""
+        name = operators.UNARY_NAMES[op]
+        return f"{name}({args[0]})", name
+    if op in _INFIX:
+        return f"({args[0]} {_INFIX[op]} {args[1]})", ""
+    name = operators.BINARY_NAMES[op]
+    return f"{name}({args[0]}, {args[1]})", name
+
+
+def broadcast_strides(ref: Ref, shape: tuple[int, ...]) -> np.ndarray:
+    """The strides of `ref` over out `shape`: 0 along dims it broadcasts."""
+    extra = len(shape) - len(ref.shape)
+    out = np.zeros(len(shape), dtype=np.int64)
+    for d in range(len(shape)):
+        own = d - extra
+        if own >= 0 and ref.shape[own] != 1:
+            out[d] = ref.strides[own]
+    return out
+
+
+def cache_dir() -> Path:
+    """Where generated kernels are written: NUMBA_CACHE_DIR/minifw-fused or ~/.cache."""
+    if _cache_dir[0] is None:
+        numba_dir = getattr(numba.config, "CACHE_DIR", "")
+        if numba_dir:
+            chosen = Path(numba_dir) / "minifw-fused"
+        else:
+            chosen = Path.home() / ".cache" / "minifw" / "fused"
+        try:
+            chosen.mkdir(parents=True, exist_ok=True)
+            probe = tempfile.NamedTemporaryFile(dir=chosen)  # noqa: SIM115 - a write probe
+            probe.close()
+        except OSError:
+            chosen = Path(tempfile.gettempdir()) / f"minifw-fused-{os.getuid()}"
+            chosen.mkdir(parents=True, exist_ok=True)
+        _cache_dir[0] = chosen
+        return chosen
+    return _cache_dir[0]
+
+
+def set_cache_dir(path: str | os.PathLike[str] | None) -> None:
+    """Write generated kernels under `path` from now on (None: the default place)."""
+    _cache_dir[0] = None if path is None else Path(path)
+    if path is not None:
+        Path(path).mkdir(parents=True, exist_ok=True)
+
+
+def _salt() -> str:
+    """What generated kernels depend on besides their source: the functions they call, numba."""
+    parts = [inspect.getsource(module) for module in (operators, _simd_math)]
+    parts += [numba.__version__, np.__version__]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+_SALT = _salt()
+
+
+def fused_kernel(source: str) -> tuple[Any, Path]:
+    """The compiled kernels of `source` (parallel, serial) and its file (written first if new)."""
+    digest = hashlib.sha256((_SALT + source).encode()).hexdigest()[:24]
+    path = cache_dir() / f"fused_{digest}.py"
+    with _kernel_lock:
+        if (digest, path) in _kernels:
+            return _kernels[digest, path], path
+        if not path.exists():
+            handle, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write(source)
+            os.replace(temp, path)
+        name = f"minifw_fused_{digest}"  # numba's cache finds the module by this name
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        _kernels[digest, path] = (module.kernel, module.kernel_serial)
+        return _kernels[digest, path], path
+
+
+_update_kernels: dict[str, tuple[Any, list[int]]] = {}
+
+
+def sub_scaled_kernels(dtype: np.dtype[Any], backend: Any) -> tuple[Any, list[int]]:
+    """The fused kernels (parallel, serial) of `p -= g * lr` on dense cells, and their leaves.
+
+    The two steps a capture records for it (a zip mul, a zip sub) are planned and
+    generated as `mf.compile` would, so every cell rounds exactly as the two unfused
+    launches. Buffers are numbered p = 0, g = 1, lr = 2 (one cell): call a kernel as
+    `kernel(shape, p, *(cells of each leaf in the order returned))` with p flat and
+    contiguous; it writes p's own cells, each after reading it.
+    """
+    name = np.dtype(dtype).name
+    if name not in _update_kernels:
+        shape, strides = (2,), (1,)  # the source depends on how cells are read, not sizes
+        p, g, lr, scaled, new = (Ref(b, shape, strides, 0) for b in range(5))
+        lr = Ref(2, (), (), 0)
+        steps = [
+            Step("zip", operators.MUL, -1, backend, scaled, (g, lr)),
+            Step("zip", operators.SUB, -1, backend, new, (p, scaled)),
+        ]
+        dtypes = [name] * 5
+        (group,) = plan_fusion(steps, dtypes, {new.buf})
+        assert isinstance(group, Group) and group.outputs == [new.buf]
+        kernels, _ = fused_kernel(kernel_source(group, steps, dtypes))
+        _update_kernels[name] = kernels, [ref.buf for ref in group.leaves]
+    return _update_kernels[name]
+
+
+__all__ = ["Group", "SCALAR", "broadcast_strides", "cache_dir", "fusable", "fused_kernel",
+           "kernel_source", "leaf_access", "plan_fusion", "set_cache_dir",
+           "sub_scaled_kernels"]  # fmt: skip

@@ -1,0 +1,1 @@
+"""Layer 0: scalar math and the op table, the autodiff engine, strided data, dtypes, RNG."""

@@ -1,0 +1,298 @@
+"""Functions that make tensors, and the tensor functions of the `mf.` namespace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from minifw.core import dtypes
+from minifw.core.random import generator
+from minifw.core.tensor_data import as_shape, normalize_dim
+from minifw.tensor.functions import Cat, Where
+from minifw.tensor.tensor import Tensor, backend_for, tensor
+
+
+def _make(
+    values: np.ndarray, requires_grad: bool, dtype: Any, device: str | None, backend: Any
+) -> Tensor:
+    kind = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    chosen = backend_for(device, backend)
+    out = Tensor(chosen.from_numpy(values.astype(kind.numpy, copy=False)), chosen)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def full(
+    shape: Any, fill_value: float, *, requires_grad: bool = False, dtype: Any = None,
+    device: str | None = None, backend: Any = None,
+) -> Tensor:  # fmt: skip
+    """A tensor of `shape` filled with `fill_value` (int64 for an int value, like PyTorch)."""
+    if dtype is None and isinstance(fill_value, int) and not isinstance(fill_value, bool):
+        dtype = dtypes.int64
+    size = as_shape(shape if isinstance(shape, list | tuple) else (shape,))
+    return _make(np.full(size, fill_value), requires_grad, dtype, device, backend)
+
+
+def zeros(*shape: Any, **options: Any) -> Tensor:
+    """A tensor of zeros; shape as ints or one tuple."""
+    return full(as_shape(shape), 0.0, **options)
+
+
+def ones(*shape: Any, **options: Any) -> Tensor:
+    """A tensor of ones; shape as ints or one tuple."""
+    return full(as_shape(shape), 1.0, **options)
+
+
+def empty(*shape: Any, **options: Any) -> Tensor:
+    """A tensor whose values are not set (here: zeros)."""
+    return zeros(*shape, **options)
+
+
+def _like(t: Tensor, options: dict[str, Any]) -> dict[str, Any]:
+    """Options defaulting to t's dtype and device (and its backend, unless moved)."""
+    options.setdefault("dtype", t.dtype)
+    if options.get("device") is None and options.get("backend") is None:
+        options["backend"] = t.backend
+    return options
+
+
+def zeros_like(t: Tensor, **options: Any) -> Tensor:
+    """Zeros with t's shape, dtype and device."""
+    return zeros(t.shape, **_like(t, options))
+
+
+def ones_like(t: Tensor, **options: Any) -> Tensor:
+    """Ones with t's shape, dtype and device."""
+    return ones(t.shape, **_like(t, options))
+
+
+def full_like(t: Tensor, fill_value: float, **options: Any) -> Tensor:
+    """`fill_value` everywhere, with t's shape, dtype and device."""
+    return full(t.shape, fill_value, **_like(t, options))
+
+
+def rand(*shape: Any, **options: Any) -> Tensor:
+    """Uniform samples from [0, 1) (reproducible with `manual_seed`)."""
+    values = generator().random(as_shape(shape))
+    return _make(values, **_options(options))
+
+
+def randn(*shape: Any, **options: Any) -> Tensor:
+    """Standard normal samples (reproducible with `manual_seed`)."""
+    values = generator().standard_normal(as_shape(shape))
+    return _make(values, **_options(options))
+
+
+def randint(*args: Any, **options: Any) -> Tensor:
+    """Integers drawn uniformly from [low, high) as int64.
+
+    Called as `randint(high, size)` or `randint(low, high, size)`, like PyTorch.
+    """
+    if "size" in options:
+        args = (*args, options.pop("size"))
+    if len(args) == 2:
+        args = (0, *args)
+    if len(args) != 3:
+        raise TypeError("randint() expects (high, size) or (low, high, size)")
+    low, high, size = args
+    if int(high) <= int(low):
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
+    values = generator().integers(int(low), int(high), size=as_shape(size))
+    options.setdefault("dtype", dtypes.int64)
+    return _make(values, **_options(options))
+
+
+def randperm(n: int, **options: Any) -> Tensor:
+    """A random permutation of 0..n-1 as int64."""
+    options.setdefault("dtype", dtypes.int64)
+    return _make(generator().permutation(n), **_options(options))
+
+
+def _options(options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "requires_grad": options.pop("requires_grad", False),
+        "dtype": options.pop("dtype", None),
+        "device": options.pop("device", None),
+        "backend": options.pop("backend", None),
+        **_no_more(options),
+    }
+
+
+def _no_more(options: dict[str, Any]) -> dict[str, Any]:
+    if options:
+        raise TypeError(f"unexpected keyword arguments: {', '.join(options)}")
+    return {}
+
+
+def arange(start: float, end: float | None = None, step: float = 1, **options: Any) -> Tensor:
+    """Values from start (0 if only one number is given) up to end, by step."""
+    if end is None:
+        start, end = 0, start
+    values = np.arange(start, end, step)
+    if options.get("dtype") is None and values.dtype.kind in "iu":
+        options["dtype"] = dtypes.int64
+    return _make(values, **_options(options))
+
+
+def linspace(start: float, end: float, steps: int, **options: Any) -> Tensor:
+    """`steps` values evenly spaced from start to end inclusive."""
+    return _make(np.linspace(start, end, int(steps)), **_options(options))
+
+
+def eye(n: int, m: int | None = None, **options: Any) -> Tensor:
+    """The identity matrix (n x m)."""
+    return _make(np.eye(n, m), **_options(options))
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with `array` (writes are visible both ways)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    dtype = dtypes.from_numpy_dtype(array.dtype)
+    if array.dtype != dtype.numpy:
+        raise TypeError(
+            f"can't convert np.ndarray of type {array.dtype}: minifw supports float64, "
+            f"float32 and int64"
+        )
+    backend = backend_for("cpu", None)
+    return Tensor(backend.from_numpy(array, share=True), backend)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors joined along `dim` (their other dims must match)."""
+    items = list(tensors)
+    if not items:
+        raise RuntimeError("cat(): expected a non-empty list of Tensors")
+    first = items[0]
+    if first.dim() == 0:
+        raise RuntimeError(
+            "zero-dimensional tensor (at position 0) cannot be concatenated; use mf.stack"
+        )
+    d = normalize_dim(dim, first.dim())
+    for i, t in enumerate(items):
+        if t.dim() != first.dim():
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {first.dim()} and {t.dim()} "
+                f"(shapes {first.shape} and {t.shape} at positions 0 and {i})"
+            )
+        for k, (a, b) in enumerate(zip(first.shape, t.shape, strict=True)):
+            if k != d and a != b:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size {a} "
+                    f"but got size {b} for tensor number {i} in the list (shapes "
+                    f"{first.shape} and {t.shape})."
+                )
+    dtype = first.dtype
+    for t in items[1:]:
+        dtype = dtypes.promote(dtype, t.dtype)
+    items = [first._operand(t).to(dtype) for t in items]
+    return Cat.apply(d, *items)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors (all of one shape) stacked along a new dim."""
+    items = list(tensors)
+    if not items:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(items):
+        if t.shape != items[0].shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(items[0].shape)} "
+                f"at entry 0 and {list(t.shape)} at entry {i}"
+            )
+    d = normalize_dim(dim, items[0].dim() + 1)
+    return cat([t.unsqueeze(d) for t in items], d)
+
+
+def where(condition: Tensor, input: Any, other: Any) -> Tensor:  # noqa: A002 - PyTorch's name
+    """`input` where condition is nonzero, else `other` (all broadcast together).
+
+    `condition` is usually a comparison result (0./1. in minifw); any nonzero counts.
+    """
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where(): condition must be a Tensor, got {type(condition).__name__}")
+    if isinstance(input, Tensor):
+        a = condition._operand(input)
+    elif isinstance(other, Tensor):
+        a = other._operand(input)
+    else:
+        a = tensor(input, backend=condition.backend)
+    b = a._operand(other)
+    dtype = dtypes.promote(a.dtype, b.dtype)
+    return Where.apply(condition.detach(), a.to(dtype), b.to(dtype))
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """A @ b."""
+    return a @ b
+
+
+def exp(t: Tensor) -> Tensor:
+    """e^t cell by cell."""
+    return t.exp()
+
+
+def log(t: Tensor) -> Tensor:
+    """Natural log cell by cell."""
+    return t.log()
+
+
+def sigmoid(t: Tensor) -> Tensor:
+    """Logistic sigmoid cell by cell."""
+    return t.sigmoid()
+
+
+def relu(t: Tensor) -> Tensor:
+    """max(t, 0) cell by cell."""
+    return t.relu()
+
+
+def tanh(t: Tensor) -> Tensor:
+    """Tanh cell by cell."""
+    return t.tanh()
+
+
+def sqrt(t: Tensor) -> Tensor:
+    """Square root cell by cell."""
+    return t.sqrt()
+
+
+def abs(t: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
+    """|t| cell by cell."""
+    return t.abs()
+
+
+def sum(t: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Sum over dims."""
+    return t.sum(dim, keepdim)
+
+
+def mean(t: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Mean over dims."""
+    return t.mean(dim, keepdim)
+
+
+def max(t: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """Max (with dim: values and indices)."""
+    return t.max(dim, keepdim)
+
+
+def min(t: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """Min (with dim: values and indices)."""
+    return t.min(dim, keepdim)
+
+
+def argmax(t: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the max."""
+    return t.argmax(dim, keepdim)
+
+
+def is_tensor(value: Any) -> bool:
+    """True for a minifw Tensor."""
+    return isinstance(value, Tensor)
+
+
+__all__ = ["tensor"]

@@ -1,0 +1,716 @@
+"""Autograd Functions on tensors: each op's forward and backward, side by side.
+
+Functions act only through their inputs' methods (`_map`, `_zip`, `_reduce`, views,
+arithmetic), so this file never imports `tensor.py`. `Function.apply` runs forward
+without recording, then attaches a `History` to the output if any input needs a
+gradient. Backward returns one gradient per forward argument (None for plain values);
+`sum_to_shape` then folds each back to its input's shape, the one place where
+gradients of broadcast operands are un-broadcast. Layout Functions (view, permute,
+indexing, cat, where) and reductions (sum, max) follow the arithmetic ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from minifw.core import operators as ops
+from minifw.core.autodiff import Context, History, _grad_mode, no_grad
+from minifw.core.tensor_data import index_view
+
+if TYPE_CHECKING:
+    from minifw.tensor.tensor import Tensor
+
+
+def is_tensor(value: Any) -> bool:
+    """True for a minifw Tensor (checked by a class flag, so no import of tensor.py)."""
+    return getattr(value, "_is_minifw_tensor", False) is True
+
+
+class FunctionCtx(Context):
+    """The `ctx` of a Function: saved tensors plus which inputs need a gradient.
+
+    Saved tensors remember their version; if one is modified in place before
+    backward, reading it raises PyTorch's error instead of giving a wrong gradient.
+    `input_histories` records each input's history when the op ran, so a later
+    in-place op on an input cannot redirect this node to the input's new history.
+    """
+
+    __slots__ = ("needs_input_grad", "input_histories", "_versions", "__dict__")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self.input_histories: tuple[History | None, ...] = ()
+        self._versions: tuple[int, ...] = ()
+
+    if TYPE_CHECKING:  # Functions keep plain values on ctx too (ctx.dim = ...)
+
+        def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
+    def save_for_backward(self, *values: Any) -> None:
+        """Keep `values` (and their versions) for the backward pass; None is allowed."""
+        self.saved_values = values
+        self._versions = tuple(getattr(v, "_version", 0) for v in values)
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor, ...]:
+        """The saved tensors; raises if the graph was freed or one was modified in place."""
+        self.check_alive()
+        values = self.saved_values
+        for i, (value, version) in enumerate(zip(values, self._versions, strict=True)):
+            if getattr(value, "_version", 0) != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: saved tensor {i} of shape {value.shape} is at "
+                    f"version {value._version}; expected version {version} instead."
+                )
+        return values
+
+
+class Function:
+    """An operation with a forward and a backward; subclasses define both.
+
+    Subclass with static `forward(ctx, *args)` and `backward(ctx, grad_output)` and
+    call `.apply(*args)`, as with `torch.autograd.Function`.
+
+    `fresh_grads = True` promises that backward returns only tensors it computed with
+    its own launches, the incoming gradient, or views of that gradient, of the inputs
+    or of saved tensors, and keeps no reference to them: a leaf may then keep a fresh
+    gradient as its `.grad` uncopied (see `tensor_autograd.owned_gradients`).
+    """
+
+    fresh_grads: bool = False
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any) -> Any:
+        """Compute the result from the inputs, saving in `ctx` what backward needs."""
+        raise NotImplementedError(f"{type(ctx).__name__}: a Function must define forward")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad_output: Any) -> Any:
+        """Return d(loss)/d(input) for each forward argument, given d(loss)/d(output)."""
+        raise NotImplementedError("a Function must define backward to be differentiated")
+
+    @classmethod
+    def apply(cls, *args: Any) -> Tensor:
+        """Run forward; record the op for autograd when an input requires grad."""
+        needs: list[bool] = []
+        histories: list[History | None] = []
+        for a in args:
+            if getattr(a, "_is_minifw_tensor", False) is True:
+                history = a.history
+                needs.append(history is not None or a._requires_grad)
+                histories.append(history)
+            else:
+                needs.append(False)
+                histories.append(None)
+        ctx = FunctionCtx()
+        ctx.needs_input_grad = tuple(needs)
+        ctx.input_histories = tuple(histories)
+        mode = _grad_mode.enabled
+        _grad_mode.enabled = False
+        try:
+            out = cls.forward(ctx, *args)
+        finally:
+            _grad_mode.enabled = mode
+        if not is_tensor(out):
+            raise TypeError(
+                f"{cls.__name__}.forward must return one Tensor, got {type(out).__name__}"
+            )
+        for a in args:
+            if out is a:
+                out = out._alias()  # never rewrite an input's own history
+                break
+        if mode and True in needs:
+            out._attach(History(cls, ctx, args))
+        return out  # type: ignore[no-any-return]
+
+    @classmethod
+    def chain_rule(
+        cls, ctx: FunctionCtx, inputs: Sequence[Any], grad: Tensor
+    ) -> list[tuple[Any, Tensor]]:
+        """Pair each input that requires grad with its gradient, shaped like the input."""
+        ctx.check_alive()
+        with no_grad():
+            grads = cls.backward(ctx, grad)
+            if not isinstance(grads, tuple):
+                grads = (grads,)
+            if len(grads) != len(inputs):
+                raise RuntimeError(
+                    f"function {cls.__name__}Backward returned an incorrect number of "
+                    f"gradients (expected {len(inputs)}, got {len(grads)})"
+                )
+            pairs = []
+            for i, (value, g) in enumerate(zip(inputs, grads, strict=True)):
+                if g is None or not is_tensor(value) or not value.requires_grad:
+                    continue
+                if not is_tensor(g):
+                    raise TypeError(f"{cls.__name__}.backward must return Tensors or None")
+                if g.shape != value.shape:
+                    _check_grad_shape(cls.__name__, i, g.shape, value.shape)
+                    g = sum_to_shape(g, value.shape)
+                pairs.append((value, g if g.dtype is value.dtype else g.to(value.dtype)))
+        return pairs
+
+
+def _check_grad_shape(name: str, i: int, got: tuple[int, ...], want: tuple[int, ...]) -> None:
+    extra = len(got) - len(want)
+    if extra < 0 or any(w not in (1, g) for g, w in zip(got[extra:], want, strict=True)):
+        raise RuntimeError(
+            f"Function {name}Backward returned an invalid gradient at index {i} - got "
+            f"{list(got)} but expected shape compatible with {list(want)}"
+        )
+
+
+# BEGIN TASK 2.4
+
+
+def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum `grad` over the dims that broadcasting added or stretched to reach its shape."""
+    if grad.shape == shape:
+        return grad
+    extra = grad.dim() - len(shape)
+    dims = list(range(extra))
+    dims += [extra + i for i, s in enumerate(shape) if s == 1 and grad.shape[extra + i] != 1]
+    if dims:
+        grad = grad.sum(dim=tuple(dims), keepdim=True)
+    return grad.reshape(shape)
+
+
+# END TASK 2.4
+
+
+class Elementwise(Function):
+    """f(a) cell by cell; its derivative rule is the binary op `back(a, grad)`."""
+
+    fresh_grads = True
+
+    op: int = ops.ID
+    back: int = ops.ID
+
+    # BEGIN TASK 2.3
+    @classmethod
+    def forward(cls, ctx: FunctionCtx, a: Tensor) -> Tensor:  # type: ignore[override]
+        """f(a) for every cell."""
+        ctx.save_for_backward(a)
+        return a._map(cls.op)
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @classmethod
+    def backward(cls, ctx: FunctionCtx, grad: Tensor) -> Tensor:  # type: ignore[override]
+        """Grad * f'(a), computed by one zip."""
+        (a,) = ctx.saved_tensors
+        return a._zip(cls.back, grad)
+
+    # END TASK 2.4
+
+
+class Exp(Elementwise):
+    """e^a."""
+
+    op, back = ops.EXP, ops.EXP_BACK
+
+
+class Log(Elementwise):
+    """ln a."""
+
+    op, back = ops.LOG, ops.LOG_BACK
+
+
+class Sigmoid(Elementwise):
+    """1 / (1 + e^-a)."""
+
+    op, back = ops.SIGMOID, ops.SIGMOID_BACK
+
+
+class ReLU(Elementwise):
+    """max(a, 0)."""
+
+    op, back = ops.RELU, ops.RELU_BACK
+
+
+class Tanh(Elementwise):
+    """tanh a."""
+
+    op, back = ops.TANH, ops.TANH_BACK
+
+
+class Sqrt(Elementwise):
+    """sqrt a."""
+
+    op, back = ops.SQRT, ops.SQRT_BACK
+
+
+class Abs(Elementwise):
+    """|a|."""
+
+    op, back = ops.ABS, ops.ABS_BACK
+
+
+class Reciprocal(Elementwise):
+    """1 / a."""
+
+    op, back = ops.INV, ops.INV_BACK
+
+
+class Neg(Function):
+    """-a."""
+
+    fresh_grads = True
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor) -> Tensor:
+        """-a."""
+        return a._map(ops.NEG)
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+        """-grad."""
+        return grad._map(ops.NEG)
+
+    # END TASK 2.4
+
+
+class Add(Function):
+    """a + b (broadcasting)."""
+
+    fresh_grads = True
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
+        """A + b."""
+        return a._zip(ops.ADD, b)
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, Tensor]:
+        """Grad flows unchanged to both."""
+        return grad, grad
+
+    # END TASK 2.4
+
+
+class Sub(Function):
+    """a - b (broadcasting)."""
+
+    fresh_grads = True
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
+        """A - b."""
+        return a._zip(ops.SUB, b)
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, Tensor]:
+        """grad, -grad."""
+        return grad, grad._map(ops.NEG)
+
+    # END TASK 2.4
+
+
+class Mul(Function):
+    """a * b (broadcasting)."""
+
+    fresh_grads = True
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
+        """A * b; saves each operand only if the other one needs its gradient."""
+        need_a, need_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)
+        return a._zip(ops.MUL, b)
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        """Grad * b, grad * a."""
+        a, b = ctx.saved_tensors
+        return (
+            grad._zip(ops.MUL, b) if b is not None else None,
+            grad._zip(ops.MUL, a) if a is not None else None,
+        )
+
+    # END TASK 2.4
+
+
+class Div(Function):
+    """a / b (broadcasting)."""
+
+    fresh_grads = True
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
+        """A / b; saves a only if b needs its gradient."""
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
+        return a._zip(ops.DIV, b)
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        """Grad / b, -grad * a / b^2."""
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        grad_a = grad._zip(ops.DIV, b) if need_a else None
+        grad_b = -(grad * a) / (b * b) if need_b else None
+        return grad_a, grad_b
+
+    # END TASK 2.4
+
+
+class Pow(Function):
+    """a ** p for a number p."""
+
+    fresh_grads = True
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, p: float) -> Tensor:
+        """A ** p."""
+        ctx.save_for_backward(a)
+        ctx.p = p
+        return a._zip(ops.POW, a._scalar_like(p))
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+        """Grad * p * a^(p - 1) (0 when p is 0)."""
+        (a,) = ctx.saved_tensors
+        p = ctx.p
+        if p == 0:
+            return grad * 0.0, None
+        return grad * (a ** (p - 1) * p), None
+
+    # END TASK 2.4
+
+
+class MatMul(Function):
+    """a @ b with PyTorch's 1-D, 2-D and batched rules."""
+
+    fresh_grads = True
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
+        """A @ b; saves each operand only if the other one needs its gradient."""
+        need_a, need_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)
+        ctx.dims = (a.dim(), b.dim())
+        return a._new(a.backend.matmul(a._data, b._data))
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        """Grad @ b^T and a^T @ grad, on the operands promoted to at least 2-D."""
+        a, b = ctx.saved_tensors
+        a_dim, b_dim = ctx.dims
+        if a_dim == 1 and b_dim == 1:
+            g = grad.reshape(1, 1)
+        else:
+            g = grad.unsqueeze(-2) if a_dim == 1 else grad
+            g = g.unsqueeze(-1) if b_dim == 1 else g
+        grad_a = grad_b = None
+        if b is not None:
+            b2 = b.unsqueeze(-1) if b_dim == 1 else b
+            grad_a = g @ b2.transpose(-1, -2)
+            grad_a = grad_a.squeeze(-2) if a_dim == 1 else grad_a
+        if a is not None:
+            a2 = a.unsqueeze(0) if a_dim == 1 else a
+            grad_b = a2.transpose(-1, -2) @ g
+            grad_b = grad_b.squeeze(-1) if b_dim == 1 else grad_b
+        return grad_a, grad_b
+
+    # END TASK 2.4
+
+
+# ---- Views and copies ----------------------------------------------------------------------
+
+
+VIEW_ERROR = (
+    "view size is not compatible with input tensor's size and stride (at least one "
+    "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+)
+
+
+class View(Function):
+    """The same cells under a new shape (no copy)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, shape: tuple[int, ...]) -> Tensor:
+        """A view with `shape`; strides must allow it."""
+        ctx.shape = a.shape
+        view = a._data.view(shape)
+        if view is None:
+            raise RuntimeError(
+                f"{VIEW_ERROR} (input shape {a.shape}, strides {a.stride()}, "
+                f"requested shape {shape})"
+            )
+        return a._view_of(view)
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+        """Grad reshaped back."""
+        return grad.reshape(ctx.shape), None
+
+    # END TASK 2.4
+
+
+class Permute(Function):
+    """Dims reordered (no copy)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, order: tuple[int, ...]) -> Tensor:
+        """New dim i is old dim order[i]."""
+        ctx.order = order
+        return a._view_of(a._data.permute(*order))
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+        """Grad permuted by the inverse order."""
+        inverse = [0] * len(ctx.order)
+        for i, d in enumerate(ctx.order):
+            inverse[d % len(inverse)] = i
+        return grad.permute(*inverse), None
+
+    # END TASK 2.4
+
+
+class Expand(Function):
+    """Size-1 dims repeated by stride 0 (no copy)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, shape: tuple[int, ...]) -> Tensor:
+        """A broadcast view."""
+        return a._view_of(a._data.expand(shape))
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+        """grad, summed back to the input's shape by `chain_rule`."""
+        return grad, None
+
+    # END TASK 2.4
+
+
+class Index(Function):
+    """a[key] for ints, slices, None and Ellipsis (a view)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, key: Any) -> Tensor:
+        """The indexed view."""
+        ctx.shape, ctx.key = a.shape, key
+        return a._view_of(index_view(a._data, key))
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+        """Grad written into the indexed cells of zeros."""
+        out = grad._zeros(ctx.shape)
+        out.backend.copy_into(index_view(out._data, ctx.key), grad._data)
+        return out, None
+
+    # END TASK 2.4
+
+
+class Copy(Function):
+    """A contiguous copy."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor) -> Tensor:
+        """Row-major copy of a."""
+        return a._copy()
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+        """Grad unchanged."""
+        return grad
+
+    # END TASK 2.4
+
+
+class Cast(Function):
+    """a converted to another dtype or backend/device."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, dtype: Any, backend: Any) -> Tensor:
+        """The converted copy."""
+        ctx.dtype, ctx.backend = a.dtype, a.backend
+        return a._convert(dtype, backend)
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
+        """Grad converted back."""
+        return grad._convert(ctx.dtype, ctx.backend), None, None
+
+    # END TASK 2.4
+
+
+class Cat(Function):
+    """Tensors joined along `dim`."""
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, dim: int, *tensors: Tensor) -> Tensor:
+        """Copy each tensor into its slice of the output."""
+        first = tensors[0]
+        sizes = [t.shape[dim] for t in tensors]
+        ctx.dim, ctx.sizes = dim, sizes
+        shape = first.shape[:dim] + (sum(sizes),) + first.shape[dim + 1 :]
+        out = first._empty(shape)
+        start = 0
+        for t, size in zip(tensors, sizes, strict=True):
+            part = out._data.narrow(dim, slice(start, start + size))
+            out.backend.copy_into(part, t._data)
+            start += size
+        return out
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Any, ...]:
+        """Each input gets its slice of grad."""
+        grads: list[Any] = [None]
+        start = 0
+        for size in ctx.sizes:
+            grads.append(grad._new(grad._data.narrow(ctx.dim, slice(start, start + size))))
+            start += size
+        return tuple(grads)
+
+    # END TASK 2.4
+
+
+class Where(Function):
+    """a where cond != 0 else b (broadcasting)."""
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, cond: Tensor, a: Tensor, b: Tensor) -> Tensor:
+        """Pick a's cell where cond is nonzero, else b's (no 0 * inf surprises)."""
+        mask = cond._zip(ops.NE, cond._scalar_like(0))
+        ctx.save_for_backward(mask)
+        return a._select_where(mask, b)
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[None, Tensor, Tensor]:
+        """Grad to a where cond holds, to b elsewhere."""
+        (mask,) = ctx.saved_tensors
+        zero = grad._scalar_like(0)
+        return None, grad._select_where(mask, zero), zero._select_where(mask, grad)
+
+    # END TASK 2.4
+
+
+# ---- Reductions ----------------------------------------------------------------------------
+
+
+def _drop_dims(t: Tensor, dims: tuple[int, ...]) -> Tensor:
+    """A view of contiguous `t` without `dims` (each of size 1)."""
+    view = t._data.view(tuple(size for i, size in enumerate(t.shape) if i not in dims))
+    assert view is not None, "reduction outputs are contiguous"
+    return t._new(view)
+
+
+class Sum(Function):
+    """Sum over `dims`; they stay with size 1 if `keepdim`, else they are dropped."""
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, dims: tuple[int, ...], keepdim: bool) -> Tensor:
+        """Reduce with ADD along each dim in turn."""
+        ctx.shape = a.shape
+        out = a
+        for d in dims:
+            out = out._reduce(ops.ADD, d)
+        out = out if out is not a else a._copy()
+        ctx.kept = out.shape
+        return out if keepdim else _drop_dims(out, dims)
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
+        """Grad broadcast back over the summed dims."""
+        return grad.reshape(ctx.kept).expand(*ctx.shape), None, None
+
+
+class MaxAlong(Function):
+    """The values of `a` at `indices` along `dim` (the max), with PyTorch's keepdim."""
+
+    node_name = "Max"
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, dim: int, indices: Tensor, keepdim: bool) -> Tensor:
+        """Reduce with MAX along dim."""
+        ctx.save_for_backward(a, indices)
+        ctx.dim = dim
+        out = a._reduce(ops.MAX, dim)
+        return out if keepdim else _drop_dims(out, (dim,))
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        """Grad routed to the chosen index only."""
+        a, indices = ctx.saved_tensors
+        grad = grad.reshape(indices.shape)
+        return grad * a._one_hot_along(ctx.dim, indices), None, None, None
+
+
+class MaxAll(Function):
+    """The largest value of `a` (0-dim); ties share the gradient evenly, as in PyTorch."""
+
+    node_name = "Max"
+
+    # BEGIN TASK 2.3
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor) -> Tensor:
+        """Reduce with MAX over every cell."""
+        out = a.contiguous()._flat()._reduce(ops.MAX, 0).view(())
+        ctx.save_for_backward(a, out)
+        return out
+
+    # END TASK 2.3
+
+    # BEGIN TASK 2.4
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+        """Grad / (number of maxima) at each maximum."""
+        a, out = ctx.saved_tensors
+        mask = a._zip(ops.EQ, out)
+        return mask * (grad / mask.sum())

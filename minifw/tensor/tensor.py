@@ -1,0 +1,1253 @@
+"""The Tensor: strided data on a backend, with PyTorch's surface and autograd.
+
+One class, in sections: metadata, autograd (requires_grad, backward, hooks),
+arithmetic and elementwise functions, shape and indexing, reductions, in-place
+operations, conversions, and the low-level building blocks that the autograd
+Functions of `functions.py` call. Every method is thin: the math lives in the
+Functions (forward beside backward) and the kernels live in the backends.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from minifw.backends import default_backend, get_backend
+from minifw.core import dtypes
+from minifw.core import operators as ops
+from minifw.core.autodiff import History, backpropagate, is_grad_enabled, no_grad
+from minifw.core.tensor_data import (
+    TensorData,
+    index_view,
+    normalize_dim,
+    normalize_key,
+    numel_of,
+)
+from minifw.tensor.autograd import (
+    _NOT_LEAF,
+    AccumulateGrad,
+    Gradient,
+    Node,
+    RemovableHook,
+    _grad_hook,
+    owned_gradients,
+    recorded_inputs,
+)
+from minifw.tensor.functions import (
+    Abs,
+    Add,
+    Cast,
+    Copy,
+    Div,
+    Exp,
+    Expand,
+    Index,
+    Log,
+    MatMul,
+    MaxAll,
+    MaxAlong,
+    Mul,
+    Neg,
+    Permute,
+    Pow,
+    Reciprocal,
+    ReLU,
+    Sigmoid,
+    Sqrt,
+    Sub,
+    Sum,
+    Tanh,
+    View,
+    Where,
+    is_tensor,
+)
+from minifw.tensor.repr import add_suffixes, format_values
+from minifw.tensor_ops import TensorBackend, unsafe_overlap
+
+Number = int | float
+_IGNORED_TO_OPTIONS = ("non_blocking", "copy", "memory_format")
+LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF_ERROR = (
+    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+)
+VIEW_ERROR = (
+    "in-place operations on a view of a tensor that requires grad (or that would make the "
+    "view require grad) are not supported by minifw: its base tensor's graph would miss "
+    "the change. Use an out-of-place operation instead (for example y = y + x)."
+)
+
+
+class Tensor:
+    """An n-dimensional array on a backend, recording operations for autograd.
+
+    Differences from PyTorch, on purpose: comparisons return 0./1. tensors of the
+    operands' float dtype (PyTorch returns bool), the default float dtype is
+    float64, and a second backward through a freed graph always raises.
+    """
+
+    __slots__ = (
+        "_data", "backend", "dtype", "history", "grad", "_requires_grad", "_retains_grad",
+        "_grad_fn", "_hooks", "_base", "_replaced", "_leaf_node", "__weakref__",
+    )  # fmt: skip
+    _is_minifw_tensor = True
+    __array_priority__ = 1000
+    _data: TensorData
+    backend: TensorBackend
+    dtype: dtypes.DType
+    history: History | None
+    grad: Tensor | None
+    _requires_grad: bool
+    _retains_grad: bool
+    _grad_fn: Node | None
+    _hooks: list[Any]
+    _base: Tensor | None
+    _replaced: dict[int, Tensor] | None
+    _leaf_node: AccumulateGrad | None
+
+    def __init__(
+        self, data: TensorData, backend: TensorBackend, requires_grad: bool = False
+    ) -> None:
+        self._data = data
+        self.backend = backend
+        self.dtype = dtypes.from_numpy_dtype(data.base.dtype)
+        self.history = None
+        self.grad = None
+        self._requires_grad = False
+        self._retains_grad = False
+        self._grad_fn = None
+        self._hooks = []
+        self._base = None
+        self._replaced = None
+        self._leaf_node = None
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # Metadata
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The size of every dim."""
+        return self._data.shape
+
+    def size(self, dim: int | None = None) -> Any:
+        """The shape, or the size of one dim."""
+        if dim is None:
+            return self._data.shape
+        return self._data.shape[normalize_dim(dim, self.dim())]
+
+    def dim(self) -> int:
+        """The number of dims."""
+        return len(self._data.shape)
+
+    @property
+    def ndim(self) -> int:
+        """The number of dims."""
+        return len(self._data.shape)
+
+    def numel(self) -> int:
+        """The number of cells."""
+        return self._data.size
+
+    def stride(self, dim: int | None = None) -> Any:
+        """The strides (in cells), or the stride of one dim."""
+        if dim is None:
+            return self._data.strides
+        return self._data.strides[normalize_dim(dim, self.dim())]
+
+    def is_contiguous(self) -> bool:
+        """True when the cells are laid out row-major without gaps."""
+        return self._data.is_contiguous()
+
+    @property
+    def device(self) -> str:
+        """The device the storage lives on: "cpu" or "cuda"."""
+        return self.backend.device
+
+    @property
+    def is_cuda(self) -> bool:
+        """True for a tensor on the GPU."""
+        return self.device == "cuda"
+
+    @property
+    def _version(self) -> int:
+        """How many in-place writes the storage has seen (shared by all its views)."""
+        return self._data.version[0]
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    __hash__ = object.__hash__
+
+    # ---- Autograd: requires_grad, backward, grad_fn, hooks, detach -----------------------
+
+    @property
+    def requires_grad(self) -> bool:
+        """True when gradients flow to or through this tensor."""
+        return self._requires_grad or self.history is not None
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set whether autograd records operations on this leaf; returns self."""
+        if self.history is not None:
+            if not requires_grad:
+                raise RuntimeError(_NOT_LEAF)
+            return self
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"only Tensors of floating point dtype can require gradients (got {self.dtype})"
+            )
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for a tensor no recorded op produced."""
+        return self.history is None
+
+    @property
+    def grad_fn(self) -> Node | None:
+        """The node that made this tensor (None for leaves)."""
+        if self.history is None:
+            return None
+        if self._grad_fn is None:
+            self._grad_fn = Node(self.history)
+        return self._grad_fn  # type: ignore[no-any-return]
+
+    def retain_grad(self) -> None:
+        """Keep `.grad` for this non-leaf tensor after backward (a no-op on leaves)."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.history is not None:
+            self._retains_grad = True
+
+    @property
+    def retains_grad(self) -> bool:
+        """True for a non-leaf whose `.grad` is kept (see `retain_grad`)."""
+        return self._retains_grad
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> Any:
+        """Call `hook(grad)` when this tensor's gradient is computed; it may return a new one."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        self._hooks.append(hook)
+        return RemovableHook(self._hooks, hook)
+
+    def detach(self) -> Tensor:
+        """The same storage, with no history and no grad."""
+        return self._new(self._data)
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor from its history, in place."""
+        self._retire_history()
+        self.history = None
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def _retire_history(self) -> Tensor:
+        """Keep self's current value and history in a new object, for the ops that used it.
+
+        Called before self gets a new history (in-place ops, detach_); returns that object.
+        """
+        old = self._alias()
+        old.history, old._requires_grad = self.history, self._requires_grad
+        if self.history is not None:
+            replaced = {} if self._replaced is None else self._replaced
+            replaced[id(self.history)] = old
+            self._replaced = replaced
+        return old
+
+    @property
+    def data(self) -> Tensor:
+        """A detached view of the values (writes do not reach autograd)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._data = value._data
+
+    def backward(self, gradient: Any = None, retain_graph: bool = False) -> None:
+        """Accumulate into `.grad` of every leaf the gradient of this tensor.
+
+        Without `gradient` only a one-element tensor may call it. The graph's saved
+        values are freed unless `retain_graph`, so a second backward raises.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "element 0 of tensors does not require grad and does not have a grad_fn"
+            )
+        if gradient is None:
+            if self.numel() != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs (got a tensor "
+                    f"of shape {self.shape}; pass `gradient=` or reduce it first, e.g. .sum())"
+                )
+            gradient = self._full(self.shape, 1.0)
+        gradient = self._operand(gradient).detach().to(self.dtype)
+        if gradient.shape != self.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[0] has a shape of {gradient.shape} and "
+                f"output[0] has a shape of {self.shape}."
+            )
+        backpropagate(self, gradient, retain_graph=retain_graph)
+
+    # The Variable protocol of autodiff
+    @property
+    def unique_id(self) -> int:
+        """An id no other live tensor has."""
+        return id(self)
+
+    def is_constant(self) -> bool:
+        """True when no gradient is needed."""
+        return not self.requires_grad
+
+    @property
+    def parents(self) -> list[Tensor]:
+        """The tensor inputs of the op that made this tensor."""
+        assert self.history is not None
+        return [x for x in recorded_inputs(self.history) if is_tensor(x)]
+
+    def chain_rule(self, d_output: Any) -> list[tuple[Tensor, Gradient]]:
+        """Each input paired with its gradient (a `Gradient`)."""
+        grad = d_output.tensor if isinstance(d_output, Gradient) else d_output
+        grad = self._run_hooks(grad)
+        if self._retains_grad:
+            self._accumulate(grad)
+        h = self.history
+        assert h is not None and h.ctx is not None
+        inputs = recorded_inputs(h)
+        pairs = h.last_fn.chain_rule(h.ctx, inputs, grad)
+        return owned_gradients(h, inputs, grad, pairs)
+
+    def accumulate_derivative(self, x: Any) -> None:
+        """Add `x` (a tensor or a `Gradient`) to `.grad` (leaves only)."""
+        owned = isinstance(x, Gradient) and x.owned and not self._hooks
+        grad = x.tensor if isinstance(x, Gradient) else x
+        added = self.grad is not None
+        self._accumulate(self._run_hooks(grad), owned)
+        if _grad_hook[0] is not None:
+            _grad_hook[0](self, added)
+
+    def _accumulate(self, x: Tensor, owned: bool = False) -> None:
+        """Add `x` to `.grad`; a first gradient is copied unless `owned` (see `Gradient`)."""
+        x = x.detach()
+        if self.grad is not None:
+            self.grad = self.grad._zip(ops.ADD, x)
+        else:
+            self.grad = x if owned else x._copy()
+
+    def _run_hooks(self, grad: Tensor) -> Tensor:
+        for hook in list(self._hooks):
+            result = hook(grad)
+            if result is not None:
+                grad = result
+        return grad
+
+    def _attach(self, history: History) -> None:
+        self.history = history
+        self._grad_fn = None
+
+    # ---- Arithmetic, comparisons and elementwise functions -------------------------------
+
+    def __add__(self, other: Any) -> Tensor:
+        return Add.apply(*self._pair(other))
+
+    def __radd__(self, other: Any) -> Tensor:
+        # `2 + x` is x + 2 (the same sum), as in PyTorch; kernels read x's cells in SIMD
+        # lanes and hold the number, the broadcast operand, in a register.
+        return Add.apply(*self._pair(other))
+
+    def __sub__(self, other: Any) -> Tensor:
+        return Sub.apply(*self._pair(other))
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return Sub.apply(*reversed(self._pair(other)))
+
+    def __mul__(self, other: Any) -> Tensor:
+        return Mul.apply(*self._pair(other))
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return Mul.apply(*self._pair(other))  # `2 * x` is x * 2, as `2 + x` above
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return Div.apply(*self._float_pair(other))
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return Div.apply(*reversed(self._float_pair(other)))
+
+    def __neg__(self) -> Tensor:
+        return Neg.apply(self)
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return self.abs()
+
+    def __pow__(self, exponent: Any) -> Tensor:
+        return self.pow(exponent)
+
+    def pow(self, exponent: Any) -> Tensor:
+        """Self ** exponent, for a number (or one-element tensor) exponent."""
+        if is_tensor(exponent):
+            if exponent.numel() != 1:
+                raise TypeError(
+                    f"pow: the exponent must be a number or a one-element tensor (got shape "
+                    f"{exponent.shape}); tensor ** tensor is not supported"
+                )
+            exponent = exponent.item()
+        if not isinstance(exponent, int | float | np.number):
+            raise TypeError(f"pow: unsupported exponent type {type(exponent).__name__}")
+        base = self
+        if isinstance(exponent, float | np.floating) and not self.dtype.is_floating_point:
+            base = self.to(dtypes.get_default_dtype())
+        elif not self.dtype.is_floating_point and exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return Pow.apply(base, exponent)
+
+    def __rpow__(self, base: Any) -> Tensor:
+        if not isinstance(base, int | float) or base <= 0:
+            raise TypeError(
+                f"number ** tensor needs a positive number base (got {base!r}); minifw "
+                f"computes it as exp(tensor * log(base))"
+            )
+        return (self._floating() * math.log(base)).exp()
+
+    def __matmul__(self, other: Any) -> Tensor:
+        return MatMul.apply(*self._pair(other))
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return MatMul.apply(*reversed(self._pair(other)))
+
+    def matmul(self, other: Tensor) -> Tensor:
+        """Self @ other."""
+        return self @ other
+
+    def _compare(self, op: int, other: Any) -> Tensor:
+        a, b = self._pair(other)
+        out = a.dtype if a.dtype.is_floating_point else dtypes.get_default_dtype()
+        return a.detach()._zip(op, b.detach(), out.numpy)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return self._compare(ops.LT, other)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return self._compare(ops.GT, other)
+
+    def __le__(self, other: Any) -> Tensor:
+        return self._compare(ops.LE, other)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return self._compare(ops.GE, other)
+
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        if other is None:
+            return NotImplemented
+        return self._compare(ops.EQ, other)
+
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        if other is None:
+            return NotImplemented
+        return self._compare(ops.NE, other)
+
+    # Elementwise functions
+    def exp(self) -> Tensor:
+        """e^x cell by cell."""
+        return Exp.apply(self._floating())
+
+    def log(self) -> Tensor:
+        """Natural log cell by cell (-inf at 0, nan below)."""
+        return Log.apply(self._floating())
+
+    def sigmoid(self) -> Tensor:
+        """1 / (1 + e^-x) cell by cell."""
+        return Sigmoid.apply(self._floating())
+
+    def relu(self) -> Tensor:
+        """max(x, 0) cell by cell."""
+        return ReLU.apply(self)
+
+    def tanh(self) -> Tensor:
+        """Tanh x cell by cell."""
+        return Tanh.apply(self._floating())
+
+    def sqrt(self) -> Tensor:
+        """Square root cell by cell (nan below 0)."""
+        return Sqrt.apply(self._floating())
+
+    def abs(self) -> Tensor:
+        """|x| cell by cell."""
+        return Abs.apply(self)
+
+    def reciprocal(self) -> Tensor:
+        """1 / x cell by cell."""
+        return Reciprocal.apply(self._floating())
+
+    # ---- Shape and indexing: views first, copies only when needed ------------------------
+
+    def view(self, *shape: Any) -> Tensor:
+        """The same cells under a new shape (one dim may be -1); never copies.
+
+        Raises PyTorch's error, suggesting `reshape`, when the strides do not allow it.
+        """
+        target = infer_shape(shape_arg(shape), self.numel(), self.shape)
+        return View.apply(self, target)
+
+    def view_as(self, other: Tensor) -> Tensor:
+        """View with other's shape."""
+        return self.view(other.shape)
+
+    def reshape(self, *shape: Any) -> Tensor:
+        """Like view, but copies when the strides do not allow a view."""
+        target = infer_shape(shape_arg(shape), self.numel(), self.shape)
+        if self._data.view(target) is not None:
+            return self.view(target)
+        out = Copy.apply(self).view(target)
+        out._base = None  # a fresh copy: in-place ops on it touch nobody else's cells
+        return out
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """Reshape to other's shape."""
+        return self.reshape(other.shape)
+
+    def contiguous(self) -> Tensor:
+        """Self if row-major already, else a row-major copy."""
+        return self if self.is_contiguous() else Copy.apply(self)
+
+    def clone(self) -> Tensor:
+        """A copy with its own storage (gradients flow back to self)."""
+        return Copy.apply(self)
+
+    def permute(self, *dims: Any) -> Tensor:
+        """A view with dims reordered: new dim i is old dim dims[i]."""
+        order = shape_arg(dims)
+        self._data.permute(*order)  # validates, with PyTorch's messages
+        return Permute.apply(self, tuple(normalize_dim(d, self.dim()) for d in order))
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        """A view with two dims swapped."""
+        order = list(range(self.dim()))
+        d0, d1 = normalize_dim(dim0, self.dim()), normalize_dim(dim1, self.dim())
+        order[d0], order[d1] = order[d1], order[d0]
+        return self.permute(*order)
+
+    def t(self) -> Tensor:
+        """The transpose of a matrix (a 0-D or 1-D tensor is returned as is)."""
+        if self.dim() > 2:
+            raise RuntimeError(
+                f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D"
+            )
+        return self.transpose(0, 1) if self.dim() == 2 else self.view(self.shape)
+
+    @property
+    def T(self) -> Tensor:
+        """All dims reversed (the transpose of a matrix)."""
+        return self.permute(*reversed(range(self.dim())))
+
+    @property
+    def mT(self) -> Tensor:
+        """The last two dims swapped (batched matrix transpose)."""
+        return self.transpose(-2, -1)
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        """A view with a new dim of size 1 at `dim` (negative dims count from the end)."""
+        d = normalize_dim(dim, self.dim() + 1)
+        return self.view(*self.shape[:d], 1, *self.shape[d:])
+
+    def squeeze(self, dim: Any = None) -> Tensor:
+        """A view without the size-1 dims (or without `dim`, if it has size 1)."""
+        if dim is None:
+            dims = {i for i, s in enumerate(self.shape) if s == 1}
+        else:
+            given = dim if isinstance(dim, tuple | list) else (dim,)
+            dims = {normalize_dim(d, self.dim()) for d in given}
+            dims = {d for d in dims if self.dim() and self.shape[d] == 1}
+        return self.view(*(s for i, s in enumerate(self.shape) if i not in dims))
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """The dims from start_dim to end_dim merged into one (a view when possible)."""
+        if self.dim() == 0:
+            return self.reshape(1)
+        start, end = normalize_dim(start_dim, self.dim()), normalize_dim(end_dim, self.dim())
+        if start > end:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        merged = numel_of(self.shape[start : end + 1])
+        return self.reshape(*self.shape[:start], merged, *self.shape[end + 1 :])
+
+    def expand(self, *shape: Any) -> Tensor:
+        """A broadcast view with size-1 dims repeated to `shape` (-1 keeps a size)."""
+        return Expand.apply(self, shape_arg(shape))
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        """Expand to other's shape."""
+        return self.expand(*other.shape)
+
+    def __getitem__(self, key: Any) -> Tensor:
+        return Index.apply(self, tuple(normalize_key(key)))
+
+    # ---- Reductions ----------------------------------------------------------------------
+
+    def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Sum over `dim` (all dims if None)."""
+        dims = reduce_dims(dim, self.dim())
+        return Sum.apply(self, dims, keepdim)
+
+    def mean(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Average over `dim` (all dims if None)."""
+        if not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"mean(): could not infer output dtype. Input dtype must be either a floating "
+                f"point or complex dtype. Got: {self.dtype}"
+            )
+        dims = reduce_dims(dim, self.dim())
+        count = numel_of([self.shape[d] for d in dims])
+        return self.sum(dims, keepdim) / float(count)
+
+    def var(self, dim: Any = None, keepdim: bool = False, unbiased: bool = True) -> Tensor:
+        """Variance over `dim`, dividing by n - 1 when `unbiased` (Bessel's correction).
+
+        With a single element and `unbiased` the result is nan, as in PyTorch.
+        """
+        dims = reduce_dims(dim, self.dim())
+        count = numel_of([self.shape[d] for d in dims])
+        centered = self - self.mean(dims, keepdim=True)
+        squares = (centered * centered).sum(dims, keepdim)
+        divisor = count - 1 if unbiased else count
+        if divisor <= 0:
+            return squares * float("nan")
+        return squares / float(divisor)
+
+    def std(self, dim: Any = None, keepdim: bool = False, unbiased: bool = True) -> Tensor:
+        """Standard deviation over `dim` (the square root of `var`).
+
+        Where the variance is 0 the gradient is 0, as in PyTorch (not 0 * inf = nan).
+        """
+        var = self.var(dim, keepdim, unbiased)
+        positive = var > 0
+        root = where(positive, var, 1.0).sqrt()
+        return where(positive, root, var)
+
+    def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The largest value; with `dim`, a (values, indices) pair like PyTorch's."""
+        if dim is None:
+            _check_nonempty(self, "max")
+            return MaxAll.apply(self)
+        d = normalize_dim(_int_dim(dim, "max"), self.dim())
+        indices = self.argmax(d, keepdim=True)
+        if self.dim() == 0:
+            return MaxResult(self.clone(), indices)
+        values = MaxAlong.apply(self, d, indices, keepdim)
+        return MaxResult(values, indices if keepdim else indices.squeeze(d))
+
+    def min(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The smallest value; with `dim`, a (values, indices) pair like PyTorch's."""
+        if dim is None:
+            _check_nonempty(self, "min")
+            return -((-self).max())
+        values, indices = (-self).max(_int_dim(dim, "min"), keepdim)
+        return MaxResult(-values, indices)
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the (first) largest value along `dim` (of the flattened tensor if None)."""
+        if dim is None:
+            flat = self.detach().reshape(-1)
+            out = flat.argmax(0)
+            return out.view(*([1] * self.dim())) if keepdim else out
+        d = normalize_dim(_int_dim(dim, "argmax"), self.dim())
+        _check_nonempty(self, "argmax")
+        if self.dim() == 0:
+            return self._full((), 0).long()
+        with no_grad():
+            x = self.detach()
+            best = x._reduce(ops.MAX, d)
+            hits = x._zip(ops.EQ, best)
+            shape = [1] * x.dim()
+            shape[d] = x.shape[d]
+            positions = x._arange(x.shape[d]).view(*shape)
+            big = x._scalar_like(x.shape[d])
+            first = positions._select_where(hits, big)._reduce(ops.MIN, d)
+            indices = first.to(dtypes.int64)
+        return indices if keepdim else indices.squeeze(d)
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the (first) smallest value along `dim`."""
+        return (-self.detach()).argmax(dim, keepdim)
+
+    # ---- In-place operations -------------------------------------------------------------
+
+    def _inplace(self, compute: Callable[[Tensor], Tensor]) -> Tensor:
+        """Write compute(current value) into self's cells; autograd records the new value."""
+        recording = is_grad_enabled()
+        if recording:
+            _check_inplace(self, self.requires_grad)
+        old = self._retire_history() if recording and self.requires_grad else self.detach()
+        if recording:
+            result = compute(old)
+        else:
+            with no_grad():
+                result = compute(old)
+        if result.dtype.is_floating_point and not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"result type Float can't be cast to the desired output type Long (in-place "
+                f"op on a {self.dtype} tensor of shape {self.shape} with a {result.dtype} result)"
+            )
+        recording = recording and result.requires_grad
+        if recording:
+            _check_inplace(self, True)
+        result = result.to(self.dtype)
+        self.backend.copy_into(self._data, result.detach()._data)
+        if recording:
+            self._attach(result.history)  # type: ignore[arg-type]
+        self._bump_version()
+        return self
+
+    def _zip_inplace(
+        self: Tensor, op: int, other: Any, compute: Callable[[Tensor], Tensor]
+    ) -> Tensor:
+        """Self = self op other: one launch into self's cells when autograd records nothing.
+
+        That is when neither takes part in a recorded graph and other is a float of
+        self's dtype whose cells self's writes cannot reach first; otherwise `_inplace`.
+        """
+        operand = self._operand(other)
+        recording = is_grad_enabled()
+        if (
+            (recording and (self.requires_grad or operand.requires_grad))
+            or not self.dtype.is_floating_point
+            or operand.dtype is not self.dtype
+            or unsafe_overlap(self._data, operand._data)
+        ):
+            return self._inplace(compute)
+        if recording:
+            _check_inplace(self, False)
+        self.backend.zip(op, self._data, operand._data, out=self._data)
+        self._bump_version()
+        return self
+
+    def add_(self, other: Any, alpha: float = 1.0) -> Tensor:
+        """Self += alpha * other, in place."""
+        if alpha != 1.0:
+            return self._inplace(lambda old: old + other * alpha)
+        return self._zip_inplace(ops.ADD, other, lambda old: old + other)
+
+    def sub_(self, other: Any, alpha: float = 1.0) -> Tensor:
+        """Self -= alpha * other, in place."""
+        if alpha != 1.0:
+            return self._inplace(lambda old: old - other * alpha)
+        return self._zip_inplace(ops.SUB, other, lambda old: old - other)
+
+    def mul_(self, other: Any) -> Tensor:
+        """Self *= other, in place."""
+        return self._zip_inplace(ops.MUL, other, lambda old: old * other)
+
+    def div_(self, other: Any) -> Tensor:
+        """Self /= other, in place (an error on int64 tensors, as in PyTorch)."""
+        return self._zip_inplace(ops.DIV, other, lambda old: old / other)
+
+    def zero_(self) -> Tensor:
+        """Set every cell to 0."""
+        return self.fill_(0)
+
+    def fill_(self, value: Any) -> Tensor:
+        """Set every cell to `value` (a number or a 0-dim tensor)."""
+        if getattr(value, "_is_minifw_tensor", False) and value.dim() != 0:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value.dim()} dimensions."
+            )
+        return self.copy_(value)
+
+    def copy_(self, src: Any) -> Tensor:
+        """Copy `src` (broadcast to self's shape, converted to self's dtype) into self."""
+
+        def compute(old: Tensor) -> Tensor:
+            source = old._operand(src)
+            if source.dtype.is_floating_point and not old.dtype.is_floating_point:
+                source = source.detach()  # floats are truncated into an int64 tensor
+            return source.to(old.dtype).expand(*old.shape)
+
+        return self._inplace(compute)
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self.div_(other)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """`t[key] = value` for tensors that do not take part in autograd."""
+        value_grad = getattr(value, "_is_minifw_tensor", False) and value.requires_grad
+        if is_grad_enabled() and (self.requires_grad or value_grad):
+            if self.requires_grad and self.is_leaf:
+                raise RuntimeError(VIEW_OF_LEAF_ERROR)
+            raise RuntimeError(
+                "index assignment `t[idx] = value` is supported only when neither t nor "
+                "value requires grad (or under mf.no_grad()); build the tensor with "
+                "mf.cat, mf.stack or mf.where instead"
+            )
+        target = index_view(self._data, key)
+        source = self._operand(value).detach()
+        if source.dtype.is_floating_point and not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"Index put requires the source and destination dtypes match, got "
+                f"{self.dtype} for the destination and {source.dtype} for the source."
+            )
+        self.backend.copy_into(target, source.to(self.dtype)._data)
+        self._bump_version()
+
+    # ---- Conversions: dtype, device, numpy, Python numbers, repr -------------------------
+
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """This tensor with another dtype and/or device ("cpu", "cuda"); self if unchanged.
+
+        Accepts `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)` and
+        the keywords `dtype=` and `device=`, as PyTorch does.
+        """
+        if not kwargs and len(args) == 1 and args[0] is self.dtype:
+            return self  # the common no-op: already of that dtype
+        dtype, device = self.dtype, self.device
+        options = {k: v for k, v in kwargs.items() if k not in _IGNORED_TO_OPTIONS}
+        for arg in list(args) + list(options.values()):
+            if isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda"):
+                device = arg.split(":")[0]
+            elif is_tensor(arg):
+                dtype, device = arg.dtype, arg.device
+            elif arg is not None:
+                dtype = dtypes.as_dtype(arg)
+        if dtype is self.dtype and device == self.device:
+            return self
+        backend = self.backend if device == self.device else default_backend(device)
+        if self.requires_grad and not dtype.is_floating_point:
+            return self.detach()._convert(dtype, backend)
+        return Cast.apply(self, dtype, backend)
+
+    def double(self) -> Tensor:
+        """As float64."""
+        return self.to(dtypes.float64)
+
+    def float(self) -> Tensor:
+        """As float32 (PyTorch's `float`; note minifw's default float dtype is float64)."""
+        return self.to(dtypes.float32)
+
+    def long(self) -> Tensor:
+        """As int64 (floats are truncated toward zero)."""
+        return self.to(dtypes.int64)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        """As other's dtype."""
+        return self.to(other.dtype)
+
+    def is_floating_point(self) -> bool:
+        """True for float64 and float32 tensors."""
+        return self.dtype.is_floating_point
+
+    def cuda(self) -> Tensor:
+        """A copy on the GPU (self if already there)."""
+        return self.to("cuda")
+
+    def cpu(self) -> Tensor:
+        """A copy on the CPU (self if already there)."""
+        return self.to("cpu")
+
+    def _convert(self, dtype: dtypes.DType, backend: TensorBackend) -> Tensor:
+        """A copy with `dtype` on `backend` (the same storage if nothing changes)."""
+        if backend.device == self.device and dtype is self.dtype:
+            return self._wrap(self._data, backend)
+        host = self.backend.to_numpy(self._data).astype(dtype.numpy)
+        return self._wrap(backend.from_numpy(host), backend)
+
+    def numpy(self) -> np.ndarray:
+        """The values as a numpy array: sharing memory for CPU tensors, a copy otherwise."""
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        if self.device != "cpu":
+            return self.backend.to_numpy(self._data)
+        return host_view(self._data)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        values = self.detach().numpy()
+        if dtype is not None:
+            values = values.astype(dtype)
+        return values.copy() if copy else values
+
+    def tolist(self) -> Any:
+        """The values as (nested) Python lists; a number for a 0-dim tensor."""
+        return self.detach().numpy().tolist()
+
+    def item(self) -> Number:
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"a Tensor with {self.numel()} elements cannot be converted to Scalar"
+            )
+        return self.detach().numpy().reshape(-1)[0].item()  # type: ignore[no-any-return]
+
+    def __float__(self) -> builtins.float:
+        return builtins.float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype is not dtypes.int64 or self.numel() != 1:
+            raise TypeError(
+                "only integer tensors of a single element can be converted to an index"
+            )
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous (shape "
+                f"{self.shape})"
+            )
+        return bool(self.item())
+
+    def __format__(self, spec: str) -> str:
+        if self.dim() == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    def __repr__(self) -> str:
+        body = format_values(self.detach().cpu().numpy(), len("tensor("))
+        extras = []
+        if self.device != "cpu":
+            extras.append(f"device='{self.device}:0'")
+        if self.numel() == 0 and self.dim() != 1:
+            extras.append(f"size={self.shape}")
+        if self.dtype not in (dtypes.get_default_dtype(), dtypes.int64) or (
+            self.numel() == 0 and self.dtype is dtypes.int64
+        ):
+            extras.append(f"dtype={self.dtype}")
+        node = self.grad_fn
+        if node is not None:
+            extras.append(f"grad_fn=<{node.name()}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + add_suffixes(body, extras, len("tensor(")) + ")"
+
+    # ---- Low-level building blocks used by the Functions (no autograd) --------------------
+
+    def _new(self, data: TensorData) -> Tensor:
+        return Tensor(data, self.backend)
+
+    def _wrap(self, data: TensorData, backend: TensorBackend) -> Tensor:
+        return Tensor(data, backend)
+
+    def _alias(self) -> Tensor:
+        """A new tensor object over the same cells (no history)."""
+        out = self._new(self._data)
+        out._base = self._base
+        return out
+
+    def _view_of(self, data: TensorData) -> Tensor:
+        """A tensor over `data`, a view of self's storage."""
+        out = self._new(data)
+        out._base = self if self._base is None else self._base
+        return out
+
+    def _accumulator(self) -> AccumulateGrad:
+        if self._leaf_node is None:
+            self._leaf_node = AccumulateGrad(self)
+        return self._leaf_node
+
+    def _bump_version(self) -> None:
+        self._data.version[0] += 1
+
+    def _map(self, op: int) -> Tensor:
+        return self._new(self.backend.map(op, self._data))
+
+    def _zip(self, op: int, other: Tensor, out_dtype: Any = None) -> Tensor:
+        return self._new(self.backend.zip(op, self._data, other._data, out_dtype))
+
+    def _reduce(self, op: int, dim: int) -> Tensor:
+        return self._new(self.backend.reduce(op, self._data, dim))
+
+    def _copy(self) -> Tensor:
+        return self._new(self.backend.contiguous(self._data))
+
+    def _flat(self) -> Tensor:
+        flat = self._data.view((self.numel(),))
+        assert flat is not None, "_flat needs a contiguous tensor"
+        return self._new(flat)
+
+    def _empty(self, shape: tuple[int, ...]) -> Tensor:
+        return self._new(self.backend.empty(shape, self.dtype.numpy))
+
+    def _full(self, shape: tuple[int, ...], value: Number) -> Tensor:
+        return self._new(self.backend.full(shape, value, self.dtype.numpy))
+
+    def _zeros(self, shape: tuple[int, ...]) -> Tensor:
+        return self._full(shape, 0)
+
+    def _scalar_like(self, value: Number) -> Tensor:
+        return self._full((), value)
+
+    def _select_where(self, mask: Tensor, other: Tensor) -> Tensor:
+        """Self's cell where mask is nonzero, else other's (all broadcast together)."""
+        mask = mask.to(self.dtype)
+        keep = mask._zip(ops.SELECT, self)
+        other_mask = mask._zip(ops.EQ, mask._scalar_like(0))
+        return keep._zip(ops.ADD, other_mask._zip(ops.SELECT, other))
+
+    def _one_hot_along(self, dim: int, indices: Tensor) -> Tensor:
+        """1. where the position along `dim` equals `indices` (keepdim-shaped), else 0."""
+        shape = [1] * self.dim()
+        shape[dim] = self.shape[dim]
+        positions = self._arange(self.shape[dim]).view(*shape)
+        return positions._zip(ops.EQ, indices.to(self.dtype))
+
+    def _arange(self, n: int) -> Tensor:
+        host = np.arange(n, dtype=self.dtype.numpy)
+        return Tensor(self.backend.from_numpy(host), self.backend)
+
+    def _operand(self, other: Any) -> Tensor:
+        """`other` as a tensor on this device; Python numbers take self's dtype kind."""
+        if is_tensor(other):
+            if other.device != self.device:
+                raise RuntimeError(
+                    "Expected all tensors to be on the same device, but found at least two "
+                    f"devices, {self.device} and {other.device}! (shapes {self.shape} and "
+                    f"{other.shape})"
+                )
+            return other  # type: ignore[no-any-return]
+        if isinstance(other, bool | int | float | np.number):
+            is_float = isinstance(other, float | np.floating)
+            dtype = self.dtype
+            if is_float and not self.dtype.is_floating_point:
+                dtype = dtypes.get_default_dtype()
+            return Tensor(self.backend.full((), other, dtype.numpy), self.backend)  # type: ignore[arg-type]
+        return tensor(other, backend=self.backend)
+
+    def _pair(self, other: Any) -> tuple[Tensor, Tensor]:
+        b = self._operand(other)
+        dtype = dtypes.promote(self.dtype, b.dtype)
+        return self.to(dtype), b.to(dtype)
+
+    def _float_pair(self, other: Any) -> tuple[Tensor, Tensor]:
+        a, b = self._pair(other)
+        if not a.dtype.is_floating_point:
+            a, b = a.to(dtypes.get_default_dtype()), b.to(dtypes.get_default_dtype())
+        return a, b
+
+    def _floating(self) -> Tensor:
+        return self if self.dtype.is_floating_point else self.to(dtypes.get_default_dtype())
+
+    def _as_parameter(self, requires_grad: bool = True) -> TensorParameter:
+        """What `nn.Parameter(self)` returns: a parameter sharing self's storage."""
+        return TensorParameter(self.detach(), requires_grad)
+
+
+def tensor(
+    data: Any,
+    *,
+    requires_grad: bool = False,
+    dtype: Any = None,
+    device: str | None = None,
+    backend: Any = None,
+) -> Tensor:
+    """A new tensor holding a copy of `data` (a number, nested lists or a numpy array).
+
+    Python floats give the default float dtype and Python ints int64, as in PyTorch;
+    a numpy array keeps its float dtype. `backend` ("simple", "fast", "cuda" or a
+    TensorBackend) picks the kernels; by default, the default backend of `device`.
+    """
+    try:
+        values = data.detach().cpu().numpy() if is_tensor(data) else np.asarray(data)
+    except ValueError as error:
+        raise ValueError(f"can't build a tensor from ragged nested lists ({error})") from None
+    if values.dtype == object or values.dtype.kind not in "biuf":
+        raise TypeError(
+            f"can't build a tensor from {type(data).__name__} holding {values.dtype} values; "
+            f"expected numbers"
+        )
+    kind = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data, values)
+    chosen = backend_for(device, backend)
+    made = Tensor(chosen.from_numpy(values.astype(kind.numpy)), chosen)
+    return made.requires_grad_(requires_grad) if requires_grad else made
+
+
+def _infer_dtype(data: Any, values: np.ndarray) -> dtypes.DType:
+    """PyTorch's rule: ints -> int64, a numpy array keeps its float dtype, else the default."""
+    if values.dtype.kind in "iu":
+        return dtypes.int64
+    if isinstance(data, np.ndarray) and values.dtype.kind == "f" or is_tensor(data):
+        return dtypes.from_numpy_dtype(values.dtype)
+    if values.dtype.kind in "fb":
+        return dtypes.get_default_dtype()
+    return dtypes.from_numpy_dtype(values.dtype)
+
+
+def backend_for(device: str | None, backend: Any) -> TensorBackend:
+    """The backend named by `backend`, else the default one of `device` (cpu if None)."""
+    if backend is not None:
+        chosen = get_backend(backend)
+        if device is not None and device.split(":")[0] != chosen.device:
+            raise ValueError(f"backend {chosen.name} runs on {chosen.device}, not {device}")
+        return chosen
+    return default_backend((device or "cpu").split(":")[0])
+
+
+def wrap(data: TensorData, backend: TensorBackend) -> Tensor:
+    """A tensor over existing TensorData (no copy)."""
+    return Tensor(data, backend)
+
+
+__all__ = ["Tensor", "backend_for", "tensor", "wrap"]
+
+
+class TensorParameter(Tensor):
+    """A tensor that a Module trains: what `nn.Parameter(tensor)` returns.
+
+    It shares the source tensor's storage, is a leaf, and requires grad. `.value`
+    is the parameter itself (so code written for wrapped parameters works); setting
+    `.value` re-seats it on another tensor's storage, as `Module.to()` does.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, source: Tensor, requires_grad: bool = True) -> None:
+        super().__init__(source._data, source.backend)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @property
+    def value(self) -> TensorParameter:
+        """The parameter itself."""
+        return self
+
+    @value.setter
+    def value(self, new: Tensor) -> None:
+        self._data, self.backend, self.dtype = new._data, new.backend, new.dtype
+        self._requires_grad = new.requires_grad or self._requires_grad
+
+    def update(self, x: Tensor) -> None:
+        """Re-seat this parameter on `x`'s storage."""
+        self.value = x
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+def infer_shape(shape: tuple[int, ...], numel: int, current: tuple[int, ...]) -> tuple[int, ...]:
+    """Resolve one -1 in `shape` so that it holds `numel` cells, or raise PyTorch's error."""
+    if list(shape).count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if any(s < -1 for s in shape):
+        raise RuntimeError(f"invalid shape dimension {min(shape)} in shape {list(shape)}")
+    if -1 in shape:
+        known = numel_of([s for s in shape if s != -1])
+        if known == 0 or numel % known:
+            raise RuntimeError(
+                f"shape '{list(shape)}' is invalid for input of size {numel} "
+                f"(input shape {current})"
+            )
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    if numel_of(shape) != numel:
+        raise RuntimeError(
+            f"shape '{list(shape)}' is invalid for input of size {numel} (input shape {current})"
+        )
+    return shape
+
+
+def shape_arg(args: tuple[Any, ...]) -> tuple[int, ...]:
+    """A shape given as ints or as one tuple/list, f(2, 3) or f((2, 3)), as a tuple."""
+    if len(args) == 1 and isinstance(args[0], list | tuple):
+        args = tuple(args[0])
+    for a in args:
+        if isinstance(a, bool) or not hasattr(a, "__index__"):
+            raise TypeError(f"a shape must hold ints, got {type(a).__name__} in {tuple(args)}")
+    return tuple(a.__index__() for a in args)
+
+
+def reduce_dims(dim: Any, ndim: int) -> tuple[int, ...]:
+    """`dim` (None, an int or a tuple, negatives allowed) as sorted non-negative dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    given = tuple(dim) if isinstance(dim, tuple | list) else (dim,)
+    dims = tuple(sorted({normalize_dim(int(d), ndim) for d in given}))
+    if len(dims) != len(given):
+        raise RuntimeError(f"dim {given} appears multiple times in the list of dims")
+    return dims if ndim else ()
+
+
+def where(mask: Tensor, a: Tensor, b: float | Tensor) -> Tensor:
+    """Pick a where mask is nonzero, else b (a number or a tensor of a's dtype)."""
+    other = a._operand(b).to(a.dtype)
+    return Where.apply(mask, a, other)
+
+
+def _int_dim(dim: Any, name: str) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(
+            f"{name}(): dim must be an int, got {type(dim).__name__} (an elementwise max of "
+            f"two tensors is mf.where(a > b, a, b))"
+        )
+    return dim
+
+
+def _check_nonempty(t: Tensor, name: str) -> None:
+    if t.numel() == 0:
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+            f"Specify the reduction dim with the 'dim' argument. (input shape {t.shape})"
+        )
+
+
+class MaxResult(tuple):  # type: ignore[type-arg]
+    """(values, indices), also readable as `.values` and `.indices`."""
+
+    def __new__(cls, values: Tensor, indices: Tensor) -> MaxResult:
+        """Pair `values` with `indices`."""
+        return super().__new__(cls, (values, indices))
+
+    @property
+    def values(self) -> Tensor:
+        """The max (or min) values."""
+        return self[0]  # type: ignore[no-any-return]
+
+    @property
+    def indices(self) -> Tensor:
+        """Where they were found."""
+        return self[1]  # type: ignore[no-any-return]
+
+
+def _check_inplace(t: Tensor, needs_grad: bool) -> None:
+    """Raise PyTorch's error when writing into `t` would break a recorded graph."""
+    if t.requires_grad and t.is_leaf:
+        raise RuntimeError(LEAF_ERROR)
+    base = t._base
+    if base is not None and base.requires_grad and base.is_leaf:
+        raise RuntimeError(VIEW_OF_LEAF_ERROR)
+    if base is not None and (base.requires_grad or needs_grad):
+        raise RuntimeError(VIEW_ERROR)
+
+
+def host_view(data: TensorData) -> np.ndarray:
+    """A numpy array over the cells of CPU `data`, with its strides (no copy)."""
+    item = data.base.itemsize
+    return np.lib.stride_tricks.as_strided(
+        data.storage, data.shape, tuple(s * item for s in data.strides)
+    )

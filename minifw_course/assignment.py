@@ -1,0 +1,187 @@
+"""Write the student repository of one course module from the reference solution.
+
+`make_assignment(src, out, module)` copies the package, tests, project and config
+files, then:
+
+- stubs every function fenced for a task of `module` or a later module (fences
+  stay, bodies become `raise NotImplementedError("Task x.y: ...")`);
+- removes the tests of later modules (whole files, or single tests of mixed files)
+  and the tooling tests in `tests/course/`;
+- writes a README for the module, copies `docs/moduleN.md`, and records the module
+  in `minifw/course/assignment.json` so `python -m minifw.course grade` knows it;
+- checks that every Python file it wrote still parses.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from minifw_course.docs import render_module_page, render_student_readme
+from minifw_course.fences import Stub, python_files, scan_fences, stub_source
+from minifw_course.prune import prune_tests
+from minifw_course.tasks import MODULES, TASKS, tasks_of_module
+
+COPIED_DIRS = ("minifw", "tests", "project")
+COPIED_FILES = ("setup.cfg", "pyproject.toml", "ruff.toml", ".gitignore")
+IGNORED = shutil.ignore_patterns(
+    "__pycache__", "*.pyc", "*.nbi", "*.nbc", ".hypothesis", ".pytest_cache", "*.egg-info"
+)
+STAFF_TESTS = "tests/course"
+ASSIGNMENT_FILE = "minifw/course/assignment.json"
+_MODULE_OF = {task.id: task.module for task in TASKS}
+
+
+@dataclass
+class AssignmentReport:
+    """What `make_assignment` did: stubs per file, tests removed, files dropped."""
+
+    module: int
+    out: Path
+    stubs: dict[str, list[Stub]] = field(default_factory=dict)
+    removed_tests: dict[str, list[str]] = field(default_factory=dict)
+    removed_files: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """A few lines for the terminal."""
+        count = sum(len(stubs) for stubs in self.stubs.values())
+        tests = sum(len(names) for names in self.removed_tests.values())
+        lines = [
+            f"wrote the module {self.module} assignment to {self.out}",
+            f"  {count} functions stubbed in {len(self.stubs)} files",
+            f"  {tests} tests of later modules removed; {len(self.removed_files)} test files "
+            "dropped",
+        ]
+        for name, stubs in sorted(self.stubs.items()):
+            tasks = sorted({stub.task for stub in stubs})
+            lines.append(f"  {name}: {len(stubs)} stubs (tasks {', '.join(tasks)})")
+        return "\n".join(lines)
+
+
+class AssignmentError(RuntimeError):
+    """The assignment cannot be written (bad module, bad output folder)."""
+
+
+def make_assignment(src: Path, out: Path, module: int, force: bool = False) -> AssignmentReport:
+    """Write the student repository of `module` into `out` from the repository `src`."""
+    src, out = src.resolve(), out.resolve()
+    if module not in MODULES:
+        raise AssignmentError(f"module {module} is not in the course map (modules {MODULES})")
+    if not (src / "minifw").is_dir():
+        raise AssignmentError(f"{src} has no minifw/ package: is it the reference repository?")
+    if (
+        src == out
+        or src.is_relative_to(out)
+        or any(out.is_relative_to(src / name) for name in COPIED_DIRS)
+    ):
+        raise AssignmentError(f"output folder {out} overlaps the repository {src}")
+    if out.exists() and any(out.iterdir()):
+        if not force:
+            raise AssignmentError(f"{out} is not empty (pass --force to replace it)")
+        shutil.rmtree(out)
+    scan = scan_fences(src)  # also validates every fence before anything is written
+    out.mkdir(parents=True, exist_ok=True)
+    _copy(src, out)
+    report = AssignmentReport(module, out)
+    _stub_sources(out, module, report)
+    _set_default_backend(out, module)
+    _prune_tests(out, module, report)
+    _write_extras(src, out, module, scan)
+    _check_parses(out)
+    return report
+
+
+def _copy(src: Path, out: Path) -> None:
+    for name in COPIED_DIRS:
+        if (src / name).is_dir():
+            shutil.copytree(src / name, out / name, ignore=IGNORED)
+    for name in COPIED_FILES:
+        if (src / name).is_file():
+            shutil.copy2(src / name, out / name)
+    if (out / STAFF_TESTS).exists():
+        shutil.rmtree(out / STAFF_TESTS)
+    stale = out / ASSIGNMENT_FILE
+    if stale.exists():
+        stale.unlink()
+
+
+def _stub_sources(out: Path, module: int, report: AssignmentReport) -> None:
+    stub_tasks = {task.id for task in TASKS if task.module >= module}
+    for path in python_files(out):
+        name = path.relative_to(out).as_posix()
+        source = path.read_text("utf-8")
+        new_source, stubs = stub_source(source, stub_tasks, name)
+        if stubs:
+            path.write_text(new_source, "utf-8")
+            report.stubs[name] = stubs
+
+
+def _set_default_backend(out: Path, module: int) -> None:
+    """Before module 3 FastOps is still a stub: make SimpleOps the CPU default."""
+    path = out / "minifw" / "backends.py"
+    if module >= 3 or not path.is_file():
+        return
+    source = path.read_text("utf-8")
+    changed = source.replace('"cpu": "fast"', '"cpu": "simple"')
+    if changed == source:
+        raise AssignmentError(f"{path}: could not find the CPU default backend to change")
+    path.write_text(changed, "utf-8")
+
+
+def _prune_tests(out: Path, module: int, report: AssignmentReport) -> None:
+    tests = out / "tests"
+    if not tests.is_dir():
+        return
+
+    def later(task: str) -> bool:
+        return _MODULE_OF.get(task, -1) > module
+
+    for path in sorted(tests.rglob("test_*.py")) + sorted(tests.rglob("*_test.py")):
+        name = path.relative_to(out).as_posix()
+        result = prune_tests(path.read_text("utf-8"), later, name)
+        if result.source is None:
+            path.unlink()
+            report.removed_files.append(name)
+            report.removed_tests[name] = result.removed
+        elif result.removed:
+            path.write_text(result.source, "utf-8")
+            report.removed_tests[name] = result.removed
+
+
+def _write_extras(
+    src: Path, out: Path, module: int, scan: dict[str, dict[str, list[str]]]
+) -> None:
+    (out / "README.md").write_text(render_student_readme(module, scan), "utf-8")
+    page = f"docs/module{module}.md"
+    (out / "docs").mkdir(exist_ok=True)
+    if (src / page).is_file():
+        shutil.copy2(src / page, out / page)
+    else:
+        (out / page).write_text(render_module_page(module, scan), "utf-8")
+    record = {"module": module, "tasks": [task.id for task in tasks_of_module(module)]}
+    target = out / ASSIGNMENT_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(record, indent=2) + "\n", "utf-8")
+
+
+def _check_parses(out: Path) -> None:
+    for path in sorted(out.rglob("*.py")):
+        try:
+            ast.parse(path.read_text("utf-8"), str(path))
+        except SyntaxError as error:
+            raise AssignmentError(f"generated file {path} does not parse: {error}") from error
+
+
+def assignment_module(repo: Path) -> int | None:
+    """The module a generated student repository is for, or None for the reference."""
+    path = repo / ASSIGNMENT_FILE
+    if not path.is_file():
+        return None
+    try:
+        module = json.loads(path.read_text("utf-8"))["module"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return module if isinstance(module, int) else None

@@ -1,0 +1,441 @@
+"""FastOps kernels (tasks 3.1 and 3.2) against SimpleOps and numpy.
+
+The shared backend suite (tests/test_tensor_ops.py) already runs every backend on
+float64 layouts. Here the compiled kernels are compared with the reference kernels
+and numpy for float64, float32 and int64, on permuted, sliced and broadcast inputs,
+on shapes big enough to cross task and tile boundaries, and on strided outputs;
+matmul runs on odd sizes, batched and transposed operands. Timing is never asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minifw import fast_ops
+from minifw.backends import get_backend
+from minifw.core import operators as ops
+from minifw.core.tensor_data import TensorData
+from minifw.tensor_ops import TensorBackend
+from tests import strategies as mt
+
+SIMPLE = get_backend("simple")
+
+
+class AlwaysSerial(fast_ops.FastOps):
+    """FastOps running the serial twins of its kernels at any size."""
+
+    parallel_from = 2**62
+
+
+class AlwaysParallel(fast_ops.FastOps):
+    """FastOps running its parallel kernels at any size (FastOps runs small inputs serially)."""
+
+    parallel_from = 0
+
+
+# Each kernel comes twice, parallel and as a serial twin: every test runs both.
+FASTS = [TensorBackend(AlwaysSerial, "fast-serial"), TensorBackend(AlwaysParallel, "fast-par")]
+both = pytest.mark.parametrize("fast", FASTS, ids=["serial", "parallel"])
+FLOATS = (np.float64, np.float32)
+TOL = {np.float64: 1e-12, np.float32: 1e-5}
+
+# ---- strategies (candidates for minifw/testing.py) ------------------------------------------
+
+
+def values_of(dtype: Any, domain: mt.Domain = mt.ANY) -> st.SearchStrategy[Any]:
+    """Cell values for `dtype`: small integers for int64, else floats from `domain`."""
+    return st.integers(-9, 9) if np.dtype(dtype).kind == "i" else domain.elements()
+
+
+@st.composite
+def out_views(draw: st.DrawFn, shape: tuple[int, ...], dtype: Any) -> mt.Strided:
+    """A writable output of `shape`: contiguous, permuted, or sliced in a sentinel buffer."""
+    return draw(mt.strided(shape, dtype, layouts=("contiguous", "permuted", "sliced")))
+
+
+@st.composite
+def matmul_operands(
+    draw: st.DrawFn, dtype: Any, max_side: int = 5
+) -> tuple[mt.Strided, mt.Strided]:
+    """3-D operands (batch, n, k) and (batch, k, m) in drawn layouts; a batch of 1 broadcasts."""
+    n, k, m = (draw(st.integers(1, max_side)) for _ in range(3))
+    batch_a, batch_b = draw(st.sampled_from([(1, 1), (1, 3), (3, 1), (2, 2)]))
+    a = draw(mt.strided((batch_a, n, k), dtype, values_of(dtype)))
+    b = draw(mt.strided((batch_b, k, m), dtype, values_of(dtype)))
+    return a, b
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+def check(result: TensorData, simple: TensorData | None, expected: Any, dtype: Any) -> None:
+    """FastOps' result equals SimpleOps' (if given) and numpy's (exactly for int64)."""
+    got = SIMPLE.to_numpy(result)
+    refs = [np.asarray(expected).astype(got.dtype)]
+    if simple is not None:
+        refs.append(SIMPLE.to_numpy(simple))
+        assert got.dtype == refs[1].dtype, f"dtype {got.dtype} != reference {refs[1].dtype}"
+    for ref in refs:
+        if np.dtype(dtype).kind == "i":
+            np.testing.assert_array_equal(got, ref)
+        else:
+            mt.assert_close(got, ref, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+def layout(values: np.ndarray, kind: str) -> TensorData:
+    """`values` stored contiguously, transposed (then permuted back) or inside a wider buffer."""
+    if kind == "contiguous":
+        return TensorData(values.reshape(-1).copy(), values.shape)
+    if kind == "permuted":
+        order = list(range(values.ndim))[::-1]
+        return TensorData(values.transpose(order).reshape(-1).copy(), values.shape[::-1]).permute(
+            *order
+        )
+    sentinel = -987654 if values.dtype.kind == "i" else np.nan
+    wide = np.full(values.shape[:-1] + (values.shape[-1] * 2 + 1,), sentinel, values.dtype)
+    wide[..., 1::2] = values
+    inner = TensorData(wide.reshape(-1), wide.shape)
+    return inner.narrow(values.ndim - 1, slice(1, None, 2))
+
+
+# ---- task 3.1: map, zip, reduce ---------------------------------------------------------------
+
+UNARY = [spec for spec in mt.OPS if spec.code is not None and spec.arity == 1]
+BINARY = [spec for spec in mt.OPS if spec.code is not None and spec.arity == 2]
+INT_UNARY = [ops.ID, ops.NEG, ops.ABS]
+INT_BINARY = [ops.ADD, ops.SUB, ops.MUL, ops.MAX, ops.MIN, ops.LT, ops.GT, ops.LE, ops.GE,
+              ops.EQ, ops.NE]  # fmt: skip
+COMPARISONS = {ops.LT, ops.GT, ops.LE, ops.GE, ops.EQ, ops.NE}
+NUMPY_BINARY = {
+    ops.ADD: np.add, ops.SUB: np.subtract, ops.MUL: np.multiply, ops.MAX: np.maximum,
+    ops.MIN: np.minimum, ops.LT: np.less, ops.GT: np.greater, ops.LE: np.less_equal,
+    ops.GE: np.greater_equal, ops.EQ: np.equal, ops.NE: np.not_equal,
+}  # fmt: skip
+BACKWARD = [ops.LOG_BACK, ops.INV_BACK, ops.RELU_BACK, ops.SIGMOID_BACK, ops.EXP_BACK,
+            ops.TANH_BACK, ops.SQRT_BACK, ops.ABS_BACK]  # fmt: skip
+REDUCE = {ops.ADD: np.sum, ops.MUL: np.prod, ops.MAX: np.max, ops.MIN: np.min}
+FLOAT_IDS = {"ids": lambda d: np.dtype(d).name}
+
+
+@pytest.mark.task3_1
+@both
+@pytest.mark.parametrize("dtype", FLOATS, **FLOAT_IDS)
+@pytest.mark.parametrize("spec", UNARY, ids=lambda s: s.name)
+@given(data=st.data())
+def test_map_float_ops(
+    fast: TensorBackend, spec: mt.OpSpec, dtype: Any, data: st.DataObject
+) -> None:
+    a = data.draw(mt.strided(dtype=dtype, elements=spec.domain[0].elements()))
+    code: Any = spec.code
+    check(fast.map(code, a.data), SIMPLE.map(code, a.data), spec.ref(a.values), dtype)
+
+
+@pytest.mark.task3_1
+@both
+@pytest.mark.parametrize("code", INT_UNARY, ids=lambda c: ops.UNARY_NAMES[c])
+@given(data=st.data())
+def test_map_int64_ops(fast: TensorBackend, code: int, data: st.DataObject) -> None:
+    a = data.draw(mt.strided(dtype=np.int64, elements=values_of(np.int64)))
+    expected = {ops.ID: a.values, ops.NEG: -a.values, ops.ABS: np.abs(a.values)}[code]
+    check(fast.map(code, a.data), SIMPLE.map(code, a.data), expected, np.int64)
+
+
+@pytest.mark.task3_1
+@both
+@pytest.mark.parametrize("dtype", (*FLOATS, np.int64), **FLOAT_IDS)
+@given(data=st.data())
+def test_map_writes_into_a_strided_out_view_with_broadcasting(
+    fast: TensorBackend, dtype: Any, data: st.DataObject
+) -> None:
+    small, other = data.draw(mt.broadcastable_shapes())
+    shape = np.broadcast_shapes(small, other)
+    a = data.draw(mt.strided(small, dtype, values_of(dtype)))
+    out = data.draw(out_views(shape, dtype))
+    expected = out.data.base.copy()  # sentinels outside the view must survive
+    mine = TensorData(expected, out.data.shape, out.data.strides, out.data.offset)
+    for index in mine.indices():
+        mine.set(index, -np.broadcast_to(a.values, shape)[index])
+    fast.map(ops.NEG, a.data, out.data)
+    np.testing.assert_array_equal(out.data.base, expected)
+
+
+@pytest.mark.task3_1
+@both
+@pytest.mark.parametrize("dtype", FLOATS, **FLOAT_IDS)
+@pytest.mark.parametrize("spec", BINARY, ids=lambda s: s.name)
+@given(data=st.data())
+def test_zip_float_ops_with_broadcasting(
+    fast: TensorBackend, spec: mt.OpSpec, dtype: Any, data: st.DataObject
+) -> None:
+    shape_a, shape_b = data.draw(mt.broadcastable_shapes())
+    a = data.draw(mt.strided(shape_a, dtype, spec.domain[0].elements()))
+    b = data.draw(mt.strided(shape_b, dtype, spec.domain[1].elements()))
+    code: Any = spec.code
+    expected = spec.ref(a.values, b.values)
+    check(fast.zip(code, a.data, b.data), SIMPLE.zip(code, a.data, b.data), expected, dtype)
+
+
+@pytest.mark.task3_1
+@both
+@pytest.mark.parametrize("code", INT_BINARY, ids=lambda c: ops.BINARY_NAMES[c])
+@given(data=st.data())
+def test_zip_int64_ops_with_broadcasting(
+    fast: TensorBackend, code: int, data: st.DataObject
+) -> None:
+    shape_a, shape_b = data.draw(mt.broadcastable_shapes())
+    a = data.draw(mt.strided(shape_a, np.int64, values_of(np.int64)))
+    b = data.draw(mt.strided(shape_b, np.int64, values_of(np.int64)))
+    out_dtype = np.float64 if code in COMPARISONS else np.int64
+    expected = NUMPY_BINARY[code](a.values, b.values).astype(out_dtype)
+    got = fast.to_numpy(fast.zip(code, a.data, b.data, out_dtype))
+    assert got.dtype == out_dtype
+    np.testing.assert_array_equal(
+        got, SIMPLE.to_numpy(SIMPLE.zip(code, a.data, b.data, out_dtype))
+    )
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.task3_1
+@both
+@pytest.mark.parametrize("dtype", FLOATS, **FLOAT_IDS)
+@pytest.mark.parametrize("code", [ops.MAX, ops.MIN, ops.POW, *BACKWARD],
+                         ids=lambda c: ops.BINARY_NAMES[c])  # fmt: skip
+@given(data=st.data())
+def test_zip_other_binary_codes_match_simple(
+    fast: TensorBackend, code: int, dtype: Any, data: st.DataObject
+) -> None:
+    shape = data.draw(mt.shapes())
+    a = data.draw(mt.strided(shape, dtype, mt.POSITIVE.elements()))
+    b = data.draw(mt.strided(shape, dtype, mt.ANY.elements()))
+    got, ref = fast.zip(code, a.data, b.data), SIMPLE.zip(code, a.data, b.data)
+    tol = TOL[dtype] * 10
+    mt.assert_close(fast.to_numpy(got), SIMPLE.to_numpy(ref), rtol=tol, atol=tol)
+
+
+@pytest.mark.task3_1
+@both
+@pytest.mark.parametrize("dtype", (*FLOATS, np.int64), **FLOAT_IDS)
+@pytest.mark.parametrize("code", list(REDUCE), ids=lambda c: ops.BINARY_NAMES[c])
+@given(data=st.data())
+def test_reduce_every_dim(fast: TensorBackend, code: int, dtype: Any, data: st.DataObject) -> None:
+    shape = data.draw(mt.shapes(min_dims=1))
+    a = data.draw(mt.strided(shape, dtype, values_of(dtype, mt.Domain(-2.0, 2.0))))
+    for dim in range(len(shape)):
+        expected = REDUCE[code](a.values, axis=dim, keepdims=True)
+        check(fast.reduce(code, a.data, dim), SIMPLE.reduce(code, a.data, dim), expected, dtype)
+
+
+@pytest.mark.task3_1
+@both
+@pytest.mark.parametrize("kind", ["contiguous", "permuted", "sliced"])
+@pytest.mark.parametrize("dtype", (*FLOATS, np.int64), **FLOAT_IDS)
+def test_big_inputs_cross_task_and_block_boundaries(
+    fast: TensorBackend, kind: str, dtype: Any
+) -> None:
+    """Shapes larger than CHUNK and REDUCE_BLOCK, so the parallel loops split the work.
+
+    Compared with numpy only: SimpleOps would take seconds on 55 000 cells.
+    """
+    rng = np.random.default_rng(3)
+    big = (rng.integers(-9, 10, (3, 70, 2 * fast_ops.REDUCE_BLOCK + 5))).astype(dtype)
+    row = rng.integers(-9, 10, (1, 70, 1)).astype(dtype)
+    assert big.size > fast_ops.CHUNK
+    a, r = layout(big, kind), layout(row, kind)
+    check(fast.map(ops.NEG, a), None, -big, dtype)
+    check(fast.zip(ops.ADD, a, r), None, big + row, dtype)
+    check(fast.zip(ops.MUL, a, a), None, big * big, dtype)
+    for dim in range(3):
+        check(fast.reduce(ops.ADD, a, dim), None, big.sum(axis=dim, keepdims=True), dtype)
+        check(fast.reduce(ops.MAX, a, dim), None, big.max(axis=dim, keepdims=True), dtype)
+
+
+@pytest.mark.task3_1
+@both
+@pytest.mark.parametrize("kind", ["contiguous", "permuted", "sliced"])
+def test_rows_longer_than_a_chunk_are_cut_into_pieces(fast: TensorBackend, kind: str) -> None:
+    # 1-D and few-row outputs with a broadcast operand: each row spans several tasks.
+    rng = np.random.default_rng(4)
+    long = 2 * fast_ops.CHUNK + 7
+    for shape, other in (((long,), ()), ((3, long), (long,)), ((2, long), (2, 1))):
+        x, y = rng.integers(-9, 10, shape).astype(np.float64), rng.uniform(1, 2, other)
+        a = layout(x, kind)
+        check(fast.zip(ops.MUL, a, fast.from_numpy(y)), None, x * y, np.float64)
+        check(fast.zip(ops.SUB, fast.from_numpy(y), a), None, y - x, np.float64)
+        check(fast.map(ops.NEG, a.permute(*reversed(range(a.dims)))), None, -x.T, np.float64)
+
+
+@pytest.mark.task3_1
+@both
+@pytest.mark.parametrize(
+    ("dtype", "code"),
+    [(d, c) for d in (*FLOATS, np.int64) for c in (ops.ADD, ops.SUB, ops.MUL, ops.DIV)
+     if not (d == np.int64 and c == ops.DIV)],  # int64 `/=` is refused before any kernel
+    ids=lambda v: np.dtype(v).name if isinstance(v, type) else ops.BINARY_NAMES[v],
+)  # fmt: skip
+def test_zip_into_its_own_first_operand(fast: TensorBackend, dtype: Any, code: int) -> None:
+    # `x op= y`: out is a itself, so the kernel's loops that read x from out run.
+    rng = np.random.default_rng(code)
+    start = rng.integers(1, 9, (3, fast_ops.CHUNK // 3 + 5)).astype(dtype)
+    for other in (rng.integers(1, 9, start.shape), rng.integers(1, 9, (3, 1)), np.array(3)):
+        x, y = fast.from_numpy(start), fast.from_numpy(other.astype(dtype))
+        fast.zip(code, x, y, out=x)
+        ufunc = {ops.ADD: np.add, ops.SUB: np.subtract, ops.MUL: np.multiply}.get(code, np.divide)
+        check(x, None, ufunc(start, other.astype(dtype)), dtype)
+
+
+@pytest.mark.task3_1
+@both
+def test_reduce_of_a_long_vector_and_of_an_expanded_input(fast: TensorBackend) -> None:
+    values = np.arange(40_000, dtype=np.float64) % 7 - 3
+    out = fast.reduce(ops.ADD, fast.from_numpy(values), 0)
+    assert fast.to_numpy(out).tolist() == [values.sum()]
+    column = TensorData(np.array([1.0, 2.0, 3.0]), (3, 1)).expand((3, 300))
+    expected = np.broadcast_to([[1.0], [2.0], [3.0]], (3, 300))
+    for dim in (0, 1):
+        got = fast.to_numpy(fast.reduce(ops.ADD, column, dim))
+        np.testing.assert_array_equal(got, expected.sum(axis=dim, keepdims=True))
+
+
+# ---- task 3.2: matmul -------------------------------------------------------------------------
+
+ODD = [(1, 1, 1), (1, 129, 7), (7, 33, 65), (33, 65, 129), (65, 7, 33), (129, 129, 129),
+       (65, 300, 67)]  # fmt: skip
+MATMUL_DTYPES = (*FLOATS, np.int64)
+
+
+def _operands(shape_a: tuple[int, ...], shape_b: tuple[int, ...], dtype: Any) -> Any:
+    rng = np.random.default_rng(sum(shape_a) * 31 + sum(shape_b))
+    if np.dtype(dtype).kind == "i":
+        return rng.integers(-9, 10, shape_a), rng.integers(-9, 10, shape_b)
+    return rng.uniform(-1, 1, shape_a).astype(dtype), rng.uniform(-1, 1, shape_b).astype(dtype)
+
+
+def check_matmul(
+    fast: TensorBackend, a: TensorData, b: TensorData, expected: np.ndarray, dtype: Any
+) -> None:
+    """FastOps' product equals numpy's (exactly for int64; float32 to 1e-4)."""
+    got = fast.to_numpy(fast.matmul(a, b))
+    assert got.dtype == np.dtype(dtype)
+    if np.dtype(dtype).kind == "i":
+        np.testing.assert_array_equal(got, expected)
+    else:
+        tol = 1e-10 if dtype == np.float64 else 1e-4
+        mt.assert_close(got, expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.task3_2
+@both
+@pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
+@pytest.mark.parametrize(("n", "k", "m"), ODD, ids=str)
+def test_matmul_odd_sizes(fast: TensorBackend, n: int, k: int, m: int, dtype: Any) -> None:
+    a, b = _operands((n, k), (k, m), dtype)
+    check_matmul(fast, fast.from_numpy(a), fast.from_numpy(b), a @ b, dtype)
+
+
+@pytest.mark.task3_2
+@both
+@pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
+@pytest.mark.parametrize(
+    ("shape_a", "shape_b"),
+    [((3, 7, 33), (3, 33, 5)), ((1, 7, 33), (4, 33, 5)), ((4, 65, 9), (9, 66)),
+     ((2, 1, 7, 9), (3, 9, 4)), ((33,), (2, 33, 7)), ((5, 7, 129), (129,))],
+)  # fmt: skip
+def test_matmul_batched_and_broadcast_batch(
+    fast: TensorBackend, shape_a: tuple[int, ...], shape_b: tuple[int, ...], dtype: Any
+) -> None:
+    a, b = _operands(shape_a, shape_b, dtype)
+    check_matmul(fast, fast.from_numpy(a), fast.from_numpy(b), np.matmul(a, b), dtype)
+
+
+@pytest.mark.task3_2
+@both
+@pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
+@pytest.mark.parametrize("kind_a", ["contiguous", "permuted", "sliced"])
+@pytest.mark.parametrize("kind_b", ["contiguous", "permuted", "sliced"])
+def test_matmul_transposed_and_sliced_operands(
+    fast: TensorBackend, kind_a: str, kind_b: str, dtype: Any
+) -> None:
+    """Operands whose k dim is strided are copied first; a transposed b is read in place."""
+    a, b = _operands((2, 65, 70), (2, 70, 33), dtype)
+    check_matmul(fast, layout(a, kind_a), layout(b, kind_b), np.matmul(a, b), dtype)
+
+
+@pytest.mark.task3_2
+@both
+@pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
+def test_matmul_expanded_operands(fast: TensorBackend, dtype: Any) -> None:
+    """Stride-0 operands: a row repeated down a (k stride 1) and b repeated along k."""
+    a, b = _operands((1, 40), (1, 9), dtype)
+    wide_a = TensorData(a.reshape(-1).copy(), (1, 40)).expand((37, 40))
+    tall_b = TensorData(b.reshape(-1).copy(), (1, 9)).expand((40, 9))
+    expected = np.broadcast_to(a, (37, 40)) @ np.broadcast_to(b, (40, 9))
+    check_matmul(fast, wide_a, tall_b, expected, dtype)
+
+
+@pytest.mark.task3_2
+@both
+@pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
+@given(data=st.data())
+def test_matmul_drawn_layouts_match_simple(
+    fast: TensorBackend, dtype: Any, data: st.DataObject
+) -> None:
+    a, b = data.draw(matmul_operands(dtype))
+    expected = np.matmul(a.values, b.values)
+    check(fast.matmul(a.data, b.data), SIMPLE.matmul(a.data, b.data), expected, dtype)
+
+
+@pytest.mark.task3_2
+@both
+def test_matmul_kernel_writes_a_strided_out(fast: TensorBackend) -> None:
+    """The kernel honours out's strides: here a transposed view inside a NaN buffer."""
+    a, b = _operands((1, 9, 70), (1, 70, 11), np.float64)
+    buffer = np.full(2 * 11 * 9 + 1, np.nan)
+    wide = TensorData(buffer, (1, 11, 9), None, 1)
+    out = wide.permute(0, 2, 1)  # (1, 9, 11) with strides (99, 1, 9)
+    fast.ops.matmul(*out.tuple(), *fast.from_numpy(a).tuple(), *fast.from_numpy(b).tuple())
+    mt.assert_close(fast.to_numpy(out), np.matmul(a, b), rtol=1e-12, atol=1e-12)
+    assert np.isnan(buffer[0]) and np.isnan(buffer[1 + wide.size :]).all()
+
+
+# ---- the disk cache ---------------------------------------------------------------------------
+
+CHILD = """
+import numpy as np
+from minifw import fast_ops
+from minifw.core import operators
+from minifw.backends import get_backend
+fast = get_backend("fast")
+for n in (6, 2 * fast_ops.PARALLEL_FROM):  # the serial twin, then the parallel kernel
+    x = fast.from_numpy(np.arange(float(n)))
+    fast.zip(operators.ADD, x, x)
+kernels = (fast_ops._zip_serial, fast_ops._zip)
+print(*(sum(k.stats.cache_hits.values()) for k in kernels),
+      *(sum(k.stats.cache_misses.values()) for k in kernels))
+"""
+
+
+@pytest.mark.task3_1
+def test_a_second_process_loads_the_kernels_from_the_disk_cache() -> None:
+    from numba import config
+
+    if config.DISABLE_JIT:
+        pytest.skip("NUMBA_DISABLE_JIT=1: nothing is compiled, so nothing is cached")
+    root = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
+    command = [sys.executable, "-c", CHILD]
+    for _ in range(2):  # the first run fills the cache if no earlier test did
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+    hits_serial, hits_parallel, misses_serial, misses_parallel = map(int, done.stdout.split())
+    assert (hits_serial, hits_parallel) == (1, 1), f"second process: cache hits {done.stdout}"
+    assert (misses_serial, misses_parallel) == (0, 0), f"second process: misses {done.stdout}"

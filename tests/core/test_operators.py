@@ -1,0 +1,344 @@
+"""Tests of minifw/operators.py: the scalar functions (0.1), their laws (0.2), lists (0.3)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minifw.core import operators
+from minifw.core.autodiff import central_difference
+from minifw.core.operators import (
+    add,
+    add_lists,
+    eq,
+    exp,
+    ge,
+    gt,
+    inv,
+    is_close,
+    le,
+    log,
+    lt,
+    mul,
+    ne,
+    neg,
+    neg_list,
+    prod,
+    reduce,
+    relu,
+    sigmoid,
+    tanh,
+    zip_with,
+)
+
+small = st.floats(min_value=-100.0, max_value=100.0, allow_nan=False)
+positive = st.floats(min_value=0.1, max_value=100.0)
+float_lists = st.lists(small, max_size=12)
+
+
+def close(a: float, b: float, rel: float = 1e-9, abs_: float = 1e-9) -> bool:
+    return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
+
+
+def outcome(fn: Callable[..., float], *args: float) -> object:
+    """What calling fn(*args) gives: its value (nan-aware) or the type of its exception."""
+    try:
+        value = fn(*args)
+    except ArithmeticError as error:
+        return type(error)
+    return "nan" if math.isnan(value) else value
+
+
+# ---- 0.1: the functions on chosen values ----
+
+
+@pytest.mark.task0_1
+@pytest.mark.parametrize(
+    ("fn", "args", "expected"),
+    [
+        (mul, (3.0, -2.0), -6.0),
+        (operators.id, (4.5,), 4.5),
+        (add, (3.0, -2.5), 0.5),
+        (operators.sub, (3.0, 5.0), -2.0),
+        (operators.div, (3.0, 4.0), 0.75),
+        (neg, (2.0,), -2.0),
+        (neg, (-0.5,), 0.5),
+        (lt, (1.0, 2.0), 1.0),
+        (lt, (2.0, 1.0), 0.0),
+        (lt, (2.0, 2.0), 0.0),
+        (gt, (2.0, 1.0), 1.0),
+        (gt, (2.0, 2.0), 0.0),
+        (le, (2.0, 2.0), 1.0),
+        (le, (3.0, 2.0), 0.0),
+        (ge, (2.0, 2.0), 1.0),
+        (ge, (1.0, 2.0), 0.0),
+        (eq, (2.0, 2.0), 1.0),
+        (eq, (2.0, 2.5), 0.0),
+        (ne, (2.0, 2.5), 1.0),
+        (ne, (2.0, 2.0), 0.0),
+        (operators.max, (1.0, 3.0), 3.0),
+        (operators.max, (-1.0, -3.0), -1.0),
+        (operators.min, (1.0, 3.0), 1.0),
+        (is_close, (1.0, 1.005), 1.0),
+        (is_close, (1.0, 1.02), 0.0),
+        (sigmoid, (0.0,), 0.5),
+        (relu, (2.5,), 2.5),
+        (relu, (-2.5,), 0.0),
+        (relu, (0.0,), 0.0),
+        (log, (math.e,), 1.0),
+        (log, (1.0,), 0.0),
+        (exp, (0.0,), 1.0),
+        (exp, (1.0,), math.e),
+        (inv, (4.0,), 0.25),
+        (inv, (-0.5,), -2.0),
+        (tanh, (0.0,), 0.0),
+        (operators.sqrt, (9.0,), 3.0),
+        (operators.abs, (-3.0,), 3.0),
+        (operators.abs, (3.0,), 3.0),
+        (operators.pow, (2.0, 3.0), 8.0),
+        (operators.pow, (-2.0, 3.0), -8.0),
+        (operators.pow, (4.0, 0.5), 2.0),
+        (operators.select, (1.0, 4.0), 4.0),
+        (operators.select, (0.0, 4.0), 0.0),
+    ],
+)
+def test_function_values(fn, args, expected) -> None:  # type: ignore[no-untyped-def]
+    assert close(fn(*args), expected)
+
+
+@pytest.mark.task0_1
+def test_edge_values_follow_numpy_and_pytorch() -> None:
+    assert sigmoid(1000.0) == 1.0
+    assert sigmoid(-1000.0) == 0.0
+    assert exp(1000.0) == math.inf
+    assert exp(-1000.0) == 0.0
+    assert log(0.0) == -math.inf
+    assert math.isnan(log(-1.0))
+    assert inv(0.0) == math.inf
+    assert inv(-0.0) == -math.inf
+    assert math.isnan(operators.sqrt(-1.0))
+    assert math.isnan(operators.pow(-8.0, 1.0 / 3.0))
+    assert operators.pow(0.0, -1.0) == math.inf
+    assert math.isnan(relu(math.nan))
+    assert tanh(50.0) == 1.0
+    # derivatives at the edge of their domain give inf / nan like PyTorch, never raise
+    assert operators.log_back(0.0, 1.0) == math.inf
+    assert operators.inv_back(0.0, 1.0) == -math.inf
+    assert operators.sqrt_back(0.0, 1.0) == math.inf
+    assert math.isnan(operators.sqrt_back(-1.0, 1.0))
+
+
+@pytest.mark.task0_1
+@pytest.mark.parametrize(
+    ("back", "x", "d", "expected"),
+    [
+        (operators.log_back, 2.0, 3.0, 1.5),
+        (operators.inv_back, 2.0, 3.0, -0.75),
+        (operators.relu_back, 2.0, 3.0, 3.0),
+        (operators.relu_back, -2.0, 3.0, 0.0),
+        (operators.relu_back, 0.0, 3.0, 0.0),
+        (operators.sigmoid_back, 0.0, 2.0, 0.5),
+        (operators.exp_back, 0.0, 3.0, 3.0),
+        (operators.tanh_back, 0.0, 3.0, 3.0),
+        (operators.sqrt_back, 4.0, 2.0, 0.5),
+        (operators.abs_back, -2.0, 3.0, -3.0),
+        (operators.abs_back, 2.0, 3.0, 3.0),
+        (operators.abs_back, 0.0, 3.0, 0.0),
+    ],
+)
+def test_backward_values(back, x, d, expected) -> None:  # type: ignore[no-untyped-def]
+    assert close(back(x, d), expected)
+
+
+SAMPLES = [-3.5, -1.0, -0.0, 0.0, 0.25, 1.0, 2.0, 710.0, -710.0]
+
+
+@pytest.mark.task0_1
+@pytest.mark.parametrize(("code", "name"), sorted(operators.UNARY_NAMES.items()))
+def test_unary_dispatcher_agrees_with_named_function(code: int, name: str) -> None:
+    fn = getattr(operators, name)
+    for x in SAMPLES:
+        assert outcome(operators.unary, code, x) == outcome(fn, x), (name, x)
+
+
+@pytest.mark.task0_1
+@pytest.mark.parametrize(("code", "name"), sorted(operators.BINARY_NAMES.items()))
+def test_binary_dispatcher_agrees_with_named_function(code: int, name: str) -> None:
+    fn = getattr(operators, name)
+    pairs = [(x, y) for x in SAMPLES for y in (-2.0, 0.5, 3.0)]
+    pairs += [(x, x) for x in SAMPLES]
+    for x, y in pairs:
+        assert outcome(operators.binary, code, x, y) == outcome(fn, x, y), (name, x, y)
+
+
+@pytest.mark.task0_1
+def test_dispatchers_return_nan_for_unknown_codes_and_codes_are_distinct() -> None:
+    assert math.isnan(operators.unary(999, 1.0))
+    assert math.isnan(operators.binary(999, 1.0, 2.0))
+    codes = list(operators.UNARY_NAMES) + list(operators.BINARY_NAMES)
+    assert len(codes) == len(set(codes))
+    for name in operators.KERNEL_FUNCTIONS:
+        assert callable(getattr(operators, name)), name
+
+
+# ---- 0.2: algebraic laws and agreement with Python's math ----
+
+
+@pytest.mark.task0_2
+@given(small, small)
+def test_commutative(x: float, y: float) -> None:
+    assert add(x, y) == add(y, x)
+    assert mul(x, y) == mul(y, x)
+    assert operators.max(x, y) == operators.max(y, x)
+    assert operators.min(x, y) == operators.min(y, x)
+    assert eq(x, y) == eq(y, x)
+    assert ne(x, y) == ne(y, x)
+    assert is_close(x, y) == is_close(y, x)
+
+
+@pytest.mark.task0_2
+@given(small, small, small)
+def test_distributive(x: float, y: float, z: float) -> None:
+    assert close(mul(z, add(x, y)), add(mul(z, x), mul(z, y)), abs_=1e-9)
+
+
+@pytest.mark.task0_2
+@given(small, small)
+def test_comparisons_are_consistent(x: float, y: float) -> None:
+    assert lt(x, y) == gt(y, x)
+    assert lt(x, y) + ge(x, y) == 1.0
+    assert gt(x, y) + le(x, y) == 1.0
+    assert eq(x, y) + ne(x, y) == 1.0
+    assert eq(x, y) == le(x, y) * ge(x, y)
+    assert operators.max(x, y) >= x and operators.max(x, y) >= y
+    assert operators.min(x, y) <= x and operators.min(x, y) <= y
+    assert operators.max(x, y) + operators.min(x, y) == x + y
+
+
+@pytest.mark.task0_2
+@given(small)
+def test_identities(x: float) -> None:
+    assert operators.id(x) == x
+    assert neg(neg(x)) == x
+    assert add(x, neg(x)) == 0.0
+    assert mul(x, 1.0) == x
+    assert eq(x, x) == 1.0
+    assert is_close(x, x) == 1.0
+    assert is_close(x, x + 1.0) == 0.0
+    assert operators.abs(x) == abs(x)
+
+
+@pytest.mark.task0_2
+@given(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False))
+def test_sigmoid_symmetry_and_range(x: float) -> None:
+    assert 0.0 <= sigmoid(x) <= 1.0
+    assert close(sigmoid(-x), 1.0 - sigmoid(x), abs_=1e-12)
+    if -30.0 < x < 30.0:
+        assert 0.0 < sigmoid(x) < 1.0
+        assert close(sigmoid(x), 1.0 / (1.0 + math.exp(-x)), rel=1e-12, abs_=1e-15)
+
+
+@pytest.mark.task0_2
+@pytest.mark.parametrize("fn", [sigmoid, relu, exp, tanh, operators.id])
+@given(small, small)
+def test_monotone(fn, x: float, y: float) -> None:  # type: ignore[no-untyped-def]
+    lo, hi = (x, y) if x <= y else (y, x)
+    assert fn(lo) <= fn(hi)
+
+
+@pytest.mark.task0_2
+@given(positive, positive)
+def test_log_is_monotone_and_turns_products_into_sums(x: float, y: float) -> None:
+    lo, hi = (x, y) if x <= y else (y, x)
+    assert log(lo) <= log(hi)
+    assert close(log(mul(x, y)), add(log(x), log(y)), abs_=1e-12)
+    assert close(exp(log(x)), x)
+
+
+@pytest.mark.task0_2
+@given(small)
+def test_agrees_with_python_math(x: float) -> None:
+    assert exp(x) == math.exp(x)
+    assert tanh(x) == math.tanh(x)
+    assert relu(x) == (x if x > 0 else 0.0)
+    if x > 0:
+        assert log(x) == math.log(x)
+        assert operators.sqrt(x) == math.sqrt(x)
+        assert operators.pow(x, 1.5) == math.pow(x, 1.5)
+    if x != 0:
+        assert close(inv(x), 1.0 / x, rel=1e-15, abs_=0.0)
+
+
+# Each *_back(x, d) must equal d * f'(x); f' is measured with central differences.
+BACKS = [
+    ("log_back", log, positive),
+    ("inv_back", inv, st.one_of(positive, positive.map(lambda v: -v))),
+    ("relu_back", relu, small.filter(lambda v: abs(v) > 1e-3)),
+    ("sigmoid_back", sigmoid, st.floats(min_value=-30.0, max_value=30.0)),
+    ("exp_back", exp, st.floats(min_value=-20.0, max_value=5.0)),
+    ("tanh_back", tanh, st.floats(min_value=-10.0, max_value=10.0)),
+    ("sqrt_back", operators.sqrt, positive),
+    ("abs_back", operators.abs, small.filter(lambda v: abs(v) > 1e-3)),
+]
+
+
+@pytest.mark.task0_2
+@pytest.mark.parametrize(("name", "fn", "domain"), BACKS, ids=[b[0] for b in BACKS])
+@given(data=st.data())
+def test_backward_matches_central_difference(
+    name: str, fn: Callable[[float], float], domain: st.SearchStrategy[float], data: st.DataObject
+) -> None:
+    x = data.draw(domain, label="x")
+    d = data.draw(st.floats(min_value=-5.0, max_value=5.0), label="d")
+    expected = d * central_difference(fn, x, epsilon=1e-6)
+    assert close(getattr(operators, name)(x, d), expected, rel=1e-4, abs_=1e-6)
+
+
+# ---- 0.3: list functions ----
+
+
+@pytest.mark.task0_3
+@given(float_lists)
+def test_map_applies_to_each_element(xs: list[float]) -> None:
+    assert operators.map(neg)(xs) == [-x for x in xs]
+    assert operators.map(relu)(iter(xs)) == [relu(x) for x in xs]
+    assert neg_list(xs) == [-x for x in xs]
+
+
+@pytest.mark.task0_3
+@given(st.lists(st.tuples(small, small), max_size=12))
+def test_zip_with_and_add_lists(pairs: list[tuple[float, float]]) -> None:
+    xs = [x for x, _ in pairs]
+    ys = [y for _, y in pairs]
+    assert zip_with(mul)(xs, ys) == [x * y for x, y in pairs]
+    assert add_lists(xs, ys) == [x + y for x, y in pairs]
+    assert close(
+        operators.sum(add_lists(xs, ys)), operators.sum(xs) + operators.sum(ys), abs_=1e-9
+    )
+
+
+@pytest.mark.task0_3
+def test_zip_with_rejects_unequal_lengths() -> None:
+    with pytest.raises(ValueError, match="lengths 2 and 3"):
+        add_lists([1.0, 2.0], [1.0, 2.0, 3.0])
+
+
+@pytest.mark.task0_3
+@given(float_lists)
+def test_sum_and_prod_agree_with_python(xs: list[float]) -> None:
+    assert close(operators.sum(xs), math.fsum(xs), abs_=1e-9)
+    assert close(prod(xs), math.prod(xs), rel=1e-12, abs_=0.0)
+
+
+@pytest.mark.task0_3
+def test_reduce_folds_from_the_left_with_its_start() -> None:
+    assert operators.sum([]) == 0.0
+    assert prod([]) == 1.0
+    assert operators.sum([1.0, 2.0, 3.5]) == 6.5
+    assert prod([2.0, -3.0, 0.5]) == -3.0
+    assert reduce(lambda acc, x: acc * 10.0 + x, 0.0)([1.0, 2.0, 3.0]) == 123.0
+    assert reduce(operators.max, -math.inf)([3.0, 7.0, -1.0]) == 7.0
