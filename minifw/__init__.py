@@ -24,19 +24,15 @@ from minifw.scalar import Scalar
 from minifw.serialization import load, save
 from minifw.tensor import Tensor, tensor
 from minifw.tensor.creation import (
-    abs,
     arange,
     argmax,
     cat,
     empty,
-    exp,
     eye,
     from_numpy,
     full,
     full_like,
-    is_tensor,
     linspace,
-    log,
     matmul,
     max,
     mean,
@@ -47,17 +43,24 @@ from minifw.tensor.creation import (
     randint,
     randn,
     randperm,
-    relu,
-    sigmoid,
-    sqrt,
     stack,
     sum,
-    tanh,
     where,
     zeros,
     zeros_like,
 )
+from minifw.tensor.functions import is_tensor
 from minifw.tensor_ops import SimpleOps, TensorBackend
+
+# Elementwise functions are the Tensor methods themselves (`mf.exp(t)` is `t.exp()`).
+abs = Tensor.abs  # noqa: A001 - PyTorch's name
+exp = Tensor.exp
+log = Tensor.log
+reciprocal = Tensor.reciprocal
+relu = Tensor.relu
+sigmoid = Tensor.sigmoid
+sqrt = Tensor.sqrt
+tanh = Tensor.tanh
 
 # Loaded on first use (layer 5 and the compiled backends): `import minifw` stays light.
 _LAZY = {
@@ -88,7 +91,7 @@ __all__ = [
     "enable_grad", "exp", "eye", "float", "float32", "float64", "from_numpy", "full",
     "full_like", "get_backend", "get_default_dtype", "int64", "is_grad_enabled", "is_tensor",
     "linspace", "log", "long", "manual_seed", "matmul", "max", "mean", "min", "nn", "no_grad",
-    "ones", "ones_like", "operators", "rand", "randint", "randn", "randperm", "relu",
-    "set_default_backend", "set_default_dtype", "set_grad_enabled", "sigmoid", "sqrt",
+    "ones", "ones_like", "operators", "rand", "randint", "randn", "randperm", "reciprocal",
+    "relu", "set_default_backend", "set_default_dtype", "set_grad_enabled", "sigmoid", "sqrt",
     "stack", "sum", "tanh", "tensor", "where", "zeros", "zeros_like", "FastOps", "CudaOps",
 ]  # fmt: skip

@@ -1,23 +1,47 @@
-"""Typed wrappers around Numba's decorators, and recompiling plain functions unchanged.
+"""Typed wrappers around Numba's decorators, recompiling plain functions, and the disk cache.
 
 `operators.py` and `tensor_data.py` are plain Python. A backend recompiles the very
 same functions for its target with `compile_functions`: each function is rebuilt
 with its global names pointing at the compiled versions of its siblings, so a
 compiled `unary` calls the compiled `exp`, never the Python one.
+
+Kernels compiled with `cache=True` are saved on disk (`__pycache__` beside their file,
+or NUMBA_CACHE_DIR). Numba keys that cache on the kernel's own file only, but the
+kernels inline code from other files (`operators.py`, `tensor_data.py`, ...). Importing
+this module registers cache locators that key kernels of the minifw package also on
+the contents of every file in KERNEL_SOURCES: editing any of them recompiles, instead
+of loading machine code built from the old source.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import types
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, TypeVar, overload
 
 import numba
 from llvmlite import binding as llvm
-from numba.core import registry
+from numba.core import caching, registry
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Below this much work (cells, or multiply-adds / 8 for matmul) a CPU kernel runs its
+# serial twin: waking the thread pool costs more than it saves, and far more on a busy
+# machine. FastOps and the fast paths share it (`minifw.fast_ops.PARALLEL_FROM` too).
+PARALLEL_FROM = 32768
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The files (relative to PACKAGE_DIR, glob patterns) whose code cached kernels inline.
+KERNEL_SOURCES = (
+    "_jit.py",
+    "core/operators.py",
+    "core/tensor_data.py",
+    "fast_ops.py",
+    "fast_paths/*.py",
+)
 
 
 def prefer_512_bit_vectors() -> bool:
@@ -111,3 +135,71 @@ def serial_twin(kernel: Any) -> Any:
     twin.__qualname__ = fn.__qualname__ + "_serial"  # its own cache file
     options = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython")}
     return njit(twin, cache=True, **options)
+
+
+def kernel_sources() -> list[Path]:
+    """The files of KERNEL_SOURCES that exist, in a fixed order."""
+    found = {path for pattern in KERNEL_SOURCES for path in PACKAGE_DIR.glob(pattern)}
+    return sorted(found)
+
+
+def kernel_sources_hash() -> str:
+    """A hash of the names and contents of every file that cached kernels inline."""
+    files = tuple(
+        (str(path), stat.st_mtime_ns, stat.st_size)
+        for path in kernel_sources()
+        for stat in (path.stat(),)
+    )
+    return _hash_files(files)
+
+
+@functools.lru_cache(maxsize=8)
+def _hash_files(files: tuple[tuple[str, int, int], ...]) -> str:
+    """sha256 over (name, contents) of `files`; cached by (path, mtime, size), as Numba does."""
+    digest = hashlib.sha256()
+    for name, _, _ in files:
+        digest.update(Path(name).relative_to(PACKAGE_DIR).as_posix().encode() + b"\0")
+        digest.update(Path(name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+class _KeyedOnKernelSources:
+    """Locator mixin: kernels of the minifw package are also keyed on KERNEL_SOURCES.
+
+    Numba stores the source stamp in each cache index and ignores an index whose stamp
+    differs from the current one, so a change to any kernel source recompiles.
+    """
+
+    @classmethod
+    def from_function(cls, py_func: Any, py_file: str) -> Any:
+        """This locator for a function defined in the minifw package, else None."""
+        if not Path(py_file).resolve().is_relative_to(PACKAGE_DIR):
+            return None
+        return super().from_function(py_func, py_file)  # type: ignore[misc]
+
+    def get_source_stamp(self) -> Any:
+        """Numba's stamp of the kernel's own file, and the hash of the kernel sources."""
+        return super().get_source_stamp(), kernel_sources_hash()  # type: ignore[misc]
+
+
+class _UserProvidedLocator(_KeyedOnKernelSources, caching.UserProvidedCacheLocator):  # type: ignore[misc]
+    """NUMBA_CACHE_DIR, when set, keyed on the kernel sources."""
+
+
+class _InTreeLocator(_KeyedOnKernelSources, caching.InTreeCacheLocator):  # type: ignore[misc]
+    """`__pycache__` beside the kernel's file, keyed on the kernel sources."""
+
+
+class _UserWideLocator(_KeyedOnKernelSources, caching.UserWideCacheLocator):  # type: ignore[misc]
+    """The user's cache directory (when `__pycache__` is not writable), keyed likewise."""
+
+
+def register_cache_locators() -> None:
+    """Put minifw's locators first in Numba's list (once; Numba's own stay after them)."""
+    classes: list[Any] = caching.CacheImpl._locator_classes
+    ours = [_UserProvidedLocator, _InTreeLocator, _UserWideLocator]
+    if classes[: len(ours)] != ours:
+        classes[:0] = ours
+
+
+register_cache_locators()

@@ -14,23 +14,29 @@ it follows `module.to(...)`) or plain tensors that require grad.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from minifw import _launch_hooks
-from minifw._launch_hooks import Launch
-from minifw.compiler import capture as _capture
-from minifw.compiler.fusion import PARALLEL_FROM, sub_scaled_kernels
+from minifw.core import hooks
 from minifw.core import operators as ops
 from minifw.core.autodiff import no_grad
+from minifw.core.hooks import Launch, anyone_listening
 from minifw.core.tensor_data import TensorData
 from minifw.nn.module import Parameter
 from minifw.tensor.tensor import Tensor
 from minifw.tensor_ops import unsafe_overlap
 
 ParamLike = Parameter | Tensor
+
+# The fused update kernel, an expert fast path: student repositories have no
+# minifw/fast_paths/, and there the update takes its two launches.
+_fused_update: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None
+try:
+    from minifw.fast_paths.fused_update import update_in_place as _fused_update
+except ImportError:  # pragma: no cover - only in student repositories
+    _fused_update = None
 
 
 def _tensor(param: ParamLike) -> Tensor:
@@ -44,7 +50,8 @@ def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
     When both are float tensors of one dtype, backend and shape, this goes straight to
     the backend (no autograd bookkeeping): on the CPU, with both contiguous and apart,
     one fused kernel reads grad and param and writes param (as `mf.compile` would fuse
-    it); otherwise two launches, grad * lr, then param - that written into param.
+    it); otherwise two launches, grad * lr, then param - that written into param. A
+    capture (mf.compile) gets the two launches: it records them and fuses them itself.
     """
     dtype = param.dtype
     if (
@@ -57,10 +64,11 @@ def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
         return
     p, g = param._data, grad._data
     if (
-        param.backend.device == "cpu"
+        _fused_update is not None
+        and param.backend.device == "cpu"
         and p.is_contiguous()
         and g.is_contiguous()
-        and not _capture.capturing()  # a capture records the two launches below instead
+        and not (anyone_listening[0] and hooks.recording())  # a capture: two launches
         and not unsafe_overlap(p, g)  # the kernel reads each cell before writing it
     ):
         _fused_sub_scaled(param, grad, lr)
@@ -72,22 +80,22 @@ def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
 
 
 def _fused_sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
-    """Param -= grad * lr as one generated kernel on contiguous CPU cells, seen by the profiler."""
+    """Param -= grad * lr as one kernel on contiguous CPU cells, seen by the profiler."""
+    assert _fused_update is not None
+    update = _fused_update
     p, g = param._data, grad._data
     cells = p.size
-    kernels, leaves = sub_scaled_kernels(p.base.dtype, param.backend)
-    kernel = kernels[0] if cells >= PARALLEL_FROM else kernels[1]
     rate = np.full(1, lr, p.base.dtype)
-    storages = (p.storage[:cells], g.storage[:cells], rate)
-    args = (np.array([cells], np.int64), storages[0], *(storages[b] for b in leaves))
-    if not _launch_hooks.listening():
-        kernel(*args)
+    flat_p, flat_g = p.storage[:cells], g.storage[:cells]
+    if not anyone_listening[0]:
+        update(flat_p, flat_g, rate)
         return
     launch = Launch(
         param.backend, "fused", -1, (p,), (g, TensorData(rate, ()), p),
-        name="fused[mul,sub]", fused_ops=(ops.MUL, ops.SUB), runner=lambda: kernel(*args),
+        name="fused[mul,sub]", fused_ops=(ops.MUL, ops.SUB),
+        runner=lambda: update(flat_p, flat_g, rate),
     )  # fmt: skip
-    _launch_hooks.deliver(launch)
+    hooks.launch(launch)
 
 
 class Optimizer:
@@ -138,8 +146,8 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget every parameter's gradient (set it to None, or fill it with zeros)."""
         tensors = [_tensor(p) for group in self.param_groups for p in group["params"]]
-        if set_to_none and _capture.capturing():
-            _capture.grads_cleared(tensors)
+        if set_to_none and anyone_listening[0]:  # mf.compile's capture needs to know
+            hooks.grads_cleared(tensors)
         for t in tensors:
             if set_to_none:
                 t.grad = None
@@ -149,7 +157,7 @@ class Optimizer:
 
     def step(self) -> None:
         """Update every parameter that has a gradient, in place."""
-        if _capture.capturing():
+        if anyone_listening[0]:  # tell mf.compile's capture, if any, what it must know
             self._note_capture()
         with no_grad():
             for group in self.param_groups:
@@ -173,14 +181,15 @@ class Optimizer:
         A replay repeats the captured kernels, so state rebound at every step (momentum
         buffers, Adam's moments and step count) cannot replay; a plain step can, as long
         as the groups hold the same parameters and hyperparameters (a new lr captures again).
+        Both are told to the capture through the hooks registry (`minifw.core.hooks`).
         """
         if any(self._stateful(group) for group in self.param_groups):
-            _capture.refuse(
+            hooks.unreplayable(
                 f"{type(self).__name__}.step keeps per-parameter state (momentum buffers, "
                 "moments, step counts) that a replay cannot update"
             )
             return
-        _capture.guard(self._settings)
+        hooks.guard(self._settings)
 
     def _settings(self) -> list[Any]:
         """Each group's parameters (by identity) and hyperparameters."""

@@ -66,20 +66,22 @@ class SimpleOps(HostStorage):
     ) -> None:  # fmt: skip
         """Apply a unary op to every cell of out.
 
+        f = unary_function(op)  # the op's scalar function; ValueError if op is not unary
         for i in range(size(out_shape)):
             out_index = to_index(i, out_shape)
             a_index = broadcast_index(out_index, out_shape, a_shape)
-            out[position(out_index)] = unary(op, a[position(a_index)])
+            out[position(out_index)] = f(a[position(a_index)])
 
         Invariants: each out cell is written exactly once; a is only read.
         """
+        f = operators.unary_function(op)
         out_index = np.zeros(len(out_shape), dtype=np.int64)
         a_index = np.zeros(len(a_shape), dtype=np.int64)
         for ordinal in range(int(np.prod(out_shape))):
             to_index(ordinal, out_shape, out_index)
             broadcast_index(out_index, out_shape, a_shape, a_index)
             value = a[index_to_position(a_index, a_strides)]
-            out[index_to_position(out_index, out_strides)] = operators.unary(op, value)
+            out[index_to_position(out_index, out_strides)] = f(value)
 
     @staticmethod
     @_ieee
@@ -90,14 +92,16 @@ class SimpleOps(HostStorage):
     ) -> None:  # fmt: skip
         """Apply a binary op cell by cell, a and b broadcast to out.
 
+        f = binary_function(op)  # the op's scalar function; ValueError if op is not binary
         for i in range(size(out_shape)):
             out_index = to_index(i, out_shape)
             x = a[position(broadcast_index(out_index, out_shape, a_shape))]
             y = b[position(broadcast_index(out_index, out_shape, b_shape))]
-            out[position(out_index)] = binary(op, x, y)
+            out[position(out_index)] = f(x, y)
 
         Invariants: each out cell is written exactly once; a and b are only read.
         """
+        f = operators.binary_function(op)
         out_index = np.zeros(len(out_shape), dtype=np.int64)
         a_index = np.zeros(len(a_shape), dtype=np.int64)
         b_index = np.zeros(len(b_shape), dtype=np.int64)
@@ -107,7 +111,7 @@ class SimpleOps(HostStorage):
             broadcast_index(out_index, out_shape, b_shape, b_index)
             x = a[index_to_position(a_index, a_strides)]
             y = b[index_to_position(b_index, b_strides)]
-            out[index_to_position(out_index, out_strides)] = operators.binary(op, x, y)
+            out[index_to_position(out_index, out_strides)] = f(x, y)
 
     @staticmethod
     @_ieee
@@ -117,17 +121,19 @@ class SimpleOps(HostStorage):
     ) -> None:  # fmt: skip
         """Fold a along dim into out, which has size 1 there and holds the start value.
 
+        f = binary_function(op)  # ValueError if op is not binary
         for i in range(size(out_shape)):
             index = to_index(i, out_shape)
             acc = out[position(index)]
             for k in range(a_shape[dim]):
                 index[dim] = k
-                acc = binary(op, acc, a[position(index)])
+                acc = f(acc, a[position(index)])
             out[position(index with dim = 0)] = acc
 
         Invariants: each out cell is written once, after its whole fold; out and a have
         the same number of dims and equal sizes except along dim.
         """
+        f = operators.binary_function(op)
         out_index = np.zeros(len(out_shape), dtype=np.int64)
         for ordinal in range(int(np.prod(out_shape))):
             to_index(ordinal, out_shape, out_index)
@@ -135,7 +141,7 @@ class SimpleOps(HostStorage):
             acc = out[position]
             for k in range(a_shape[dim]):
                 out_index[dim] = k
-                acc = operators.binary(op, acc, a[index_to_position(out_index, a_strides)])
+                acc = f(acc, a[index_to_position(out_index, a_strides)])
             out[position] = acc
 
     @staticmethod

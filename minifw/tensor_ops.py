@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from minifw.core import operators
+from minifw.core import hooks, operators
+from minifw.core.hooks import Launch, anyone_listening
 from minifw.core.tensor_data import (
     Index,
     TensorData,
@@ -33,14 +34,6 @@ REDUCE_OPS = {
     operators.MAX: -np.inf,
     operators.MIN: np.inf,
 }
-
-# BEGIN launch hook (issue 8: profiler and graph capture, installed from layer 7)
-# None, or hook(backend, kind, op, out, inputs, dim): it must run the kernel itself
-# (kind "map", "map_into", "zip", "zip_into", "reduce", "matmul") or just observe
-# ("to_host").
-# Each launch reads the slot once, so with nobody listening it costs one check.
-_launch_hook: list[Any] = [None]
-# END launch hook
 
 
 class KernelSet(Protocol):
@@ -128,27 +121,27 @@ class TensorBackend:
         """The cells of `data` as a new or shared host array of its shape."""
         if not data.is_contiguous():
             data = self.contiguous(data)
-        if _launch_hook[0] is not None:  # launch hook
-            _launch_hook[0](self, "to_host", operators.ID, data, (data,), -1)
+        if anyone_listening[0]:  # a tool watches (core/hooks.py): report the host read
+            hooks.launch(Launch(self, "to_host", operators.ID, (data,), (data,)))
         host = self.ops.to_numpy(data.storage[: data.size])
         return host[: data.size].reshape(data.shape)
 
     # The four launches
     def map(self, op: int, a: TensorData, out: TensorData | None = None) -> TensorData:
         """Apply unary `op` to every cell; write into `out` (a broadcast target) if given."""
+        operators.check_op("map", op, 1)
         self._check_device("map", a)
-        kind = "map"  # launch hook
+        kind = "map"  # for listeners (core/hooks.py)
         if out is None:
             out = self.empty(a.shape, _dtype(a))
         else:
-            kind = "map_into"  # launch hook
+            kind = "map_into"
             self._check_out("map", out, a.shape, _dtype(a))
         if out.size:
-            hook = _launch_hook[0]
-            if hook is None:
-                self.ops.map(op, *out.tuple(), *a.tuple())
+            if anyone_listening[0]:
+                hooks.launch(Launch(self, kind, op, (out,), (a,)))
             else:
-                hook(self, kind, op, out, (a,), -1)
+                self.ops.map(op, *out.tuple(), *a.tuple())
         return out
 
     def zip(
@@ -167,25 +160,25 @@ class TensorBackend:
         input (same cells, same layout: `a = a op b` in place); any other overlap raises,
         since a kernel would read cells it has already overwritten.
         """
+        operators.check_op("zip", op, 2)
         self._check_device("zip", a, b)
         dtype = a._storage.dtype
         if dtype != b._storage.dtype:
             _check_same_dtype("zip", _dtype(a), _dtype(b))
         shape = a.shape if a.shape == b.shape else shape_broadcast(a.shape, b.shape)
-        kind = "zip"  # launch hook
+        kind = "zip"  # for listeners (core/hooks.py)
         if out is None:
             out = self.empty(shape, out_dtype or dtype)
         else:
-            kind = "zip_into"  # launch hook
+            kind = "zip_into"
             inputs = f" (inputs {a.shape} and {b.shape})"
             self._check_out("zip", out, shape, np.dtype(out_dtype or dtype), inputs)
             _check_no_overlap("zip", out, (a, b))
         if out.size:
-            hook = _launch_hook[0]
-            if hook is None:
-                self.ops.zip(op, *out.tuple(), *a.tuple(), *b.tuple())
+            if anyone_listening[0]:
+                hooks.launch(Launch(self, kind, op, (out,), (a, b)))
             else:
-                hook(self, kind, op, out, (a, b), -1)
+                self.ops.zip(op, *out.tuple(), *a.tuple(), *b.tuple())
         return out
 
     def reduce(self, op: int, a: TensorData, dim: int) -> TensorData:
@@ -212,11 +205,10 @@ class TensorBackend:
             )
         out = self.full(shape, start, dtype)
         if out.size and a.size:
-            hook = _launch_hook[0]
-            if hook is None:
-                self.ops.reduce(op, *out.tuple(), *a.tuple(), dim)
+            if anyone_listening[0]:
+                hooks.launch(Launch(self, "reduce", op, (out,), (a,), dim))
             else:
-                hook(self, "reduce", op, out, (a,), dim)
+                self.ops.reduce(op, *out.tuple(), *a.tuple(), dim)
         return out
 
     def matmul(self, a: TensorData, b: TensorData) -> TensorData:
@@ -252,11 +244,10 @@ class TensorBackend:
                 out = self.full(out.shape, 0, _dtype(a))
             else:
                 lhs, rhs = self._as_3d(a3, batch), self._as_3d(b3, batch)
-                hook = _launch_hook[0]
-                if hook is None:
-                    self.ops.matmul(*out.tuple(), *lhs.tuple(), *rhs.tuple())
+                if anyone_listening[0]:
+                    hooks.launch(Launch(self, "matmul", operators.MUL, (out,), (lhs, rhs)))
                 else:
-                    hook(self, "matmul", operators.MUL, out, (lhs, rhs), -1)
+                    self.ops.matmul(*out.tuple(), *lhs.tuple(), *rhs.tuple())
         shape = batch + (n, m)
         if a_dims == 1:
             shape = shape[:-2] + shape[-1:]

@@ -1,14 +1,16 @@
 """Write the student repository of one course module from the reference solution.
 
-`make_assignment(src, out, module)` copies the package, tests, project and config
-files, then:
+`make_assignment(src, out, module)` copies the package, the course tooling (the
+students' tests/conftest.py reads the course map from it), tests, project and config
+files, leaving out the expert fast paths (`minifw/fast_paths/` and their tests: never a
+course task; FastOps runs the kernels students write when the folder is absent), then:
 
 - stubs every function fenced for a task of `module` or a later module (fences
   stay, bodies become `raise NotImplementedError("Task x.y: ...")`);
 - removes the tests of later modules (whole files, or single tests of mixed files)
   and the tooling tests in `tests/course/`;
 - writes a README for the module, copies `docs/moduleN.md`, and records the module
-  in `minifw/course/assignment.json` so `python -m minifw.course grade` knows it;
+  in `minifw_course/assignment.json` so `python -m minifw.course grade` knows it;
 - checks that every Python file it wrote still parses.
 """
 
@@ -25,13 +27,15 @@ from minifw_course.fences import Stub, python_files, scan_fences, stub_source
 from minifw_course.prune import prune_tests
 from minifw_course.tasks import MODULES, TASKS, tasks_of_module
 
-COPIED_DIRS = ("minifw", "tests", "project")
+COPIED_DIRS = ("minifw", "minifw_course", "tests", "project")
+# Expert kernels and their tests: the student repository runs the kernels students write.
+LEFT_OUT = ("minifw/fast_paths", "tests/fast_paths")
 COPIED_FILES = ("setup.cfg", "pyproject.toml", "ruff.toml", ".gitignore")
 IGNORED = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.nbi", "*.nbc", ".hypothesis", ".pytest_cache", "*.egg-info"
 )
 STAFF_TESTS = "tests/course"
-ASSIGNMENT_FILE = "minifw/course/assignment.json"
+ASSIGNMENT_FILE = "minifw_course/assignment.json"
 _MODULE_OF = {task.id: task.module for task in TASKS}
 
 
@@ -83,6 +87,7 @@ def make_assignment(src: Path, out: Path, module: int, force: bool = False) -> A
             raise AssignmentError(f"{out} is not empty (pass --force to replace it)")
         shutil.rmtree(out)
     scan = scan_fences(src)  # also validates every fence before anything is written
+    _check_left_out_unfenced(scan)
     out.mkdir(parents=True, exist_ok=True)
     _copy(src, out)
     report = AssignmentReport(module, out)
@@ -94,10 +99,24 @@ def make_assignment(src: Path, out: Path, module: int, force: bool = False) -> A
     return report
 
 
+def _check_left_out_unfenced(scan: dict[str, dict[str, list[str]]]) -> None:
+    """A fence in a folder students never get would silently drop its task: refuse."""
+    for task, files in sorted(scan.items()):
+        for name in sorted(files):
+            if any(name.startswith(folder + "/") for folder in LEFT_OUT):
+                raise AssignmentError(
+                    f"{name} fences task {task}, but {name.rsplit('/', 1)[0]}/ is left out "
+                    "of student repositories (expert code is never a course task)"
+                )
+
+
 def _copy(src: Path, out: Path) -> None:
     for name in COPIED_DIRS:
         if (src / name).is_dir():
             shutil.copytree(src / name, out / name, ignore=IGNORED)
+    for name in LEFT_OUT:
+        if (out / name).exists():
+            shutil.rmtree(out / name)
     for name in COPIED_FILES:
         if (src / name).is_file():
             shutil.copy2(src / name, out / name)

@@ -2,8 +2,9 @@
 
 The course map itself (ids, modules, titles) is `tasks.py`; this file adds the prose
 the docs pages and the generated student READMEs are rendered from. `files` lists
-where a task's code is planned to live; once the reference solution fences code for
-the task, the fences are the truth (see `docs.task_files`).
+where a task's work lives: every file that fences code for the task (the docs render
+the fences, see `docs.task_files`; tests/course/test_docs.py checks the two agree), plus
+`project/` for the training tasks.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ TASK_INFO = {
         "Write the forward of each scalar Function (add, mul, div, neg, inv, log, exp, "
         "sigmoid, relu, tanh, comparisons, pow) and the Scalar operators that call them, "
         "so that every result remembers how it was made.",
-        ("minifw/scalar/functions.py", "minifw/scalar/scalar.py"),
+        ("minifw/scalar/functions.py",),
         2,
     ),
     "1.3": TaskInfo(
@@ -140,7 +141,7 @@ TASK_INFO = {
     "2.3": TaskInfo(
         "Write the reference kernels of `SimpleOps` (map, zip, reduce, matmul) over "
         "(storage, shape, strides) triples, and the forward of each tensor Function.",
-        ("minifw/tensor_ops.py", "minifw/tensor/functions.py"),
+        ("minifw/simple_ops.py", "minifw/tensor/functions.py"),
         3,
     ),
     "2.4": TaskInfo(
@@ -164,7 +165,7 @@ TASK_INFO = {
     "3.2": TaskInfo(
         "Write the CPU matmul kernel: batch dims broadcast, parallel outer loop, tiled "
         "for the cache, no allocation in the inner loop.",
-        ("minifw/fast_paths/matmul.py",),
+        ("minifw/fast_ops.py",),
         5,
     ),
     "3.3": TaskInfo(
@@ -181,35 +182,35 @@ TASK_INFO = {
     "3.5": TaskInfo(
         "Train the tensor network again on the fast backend and compare the time per "
         "epoch with the reference kernels.",
-        ("project/",),
+        ("minifw/tools/profiler.py", "project/"),
         1,
     ),
     "4.1": TaskInfo(
         "Write 1-D convolution (forward and backward) with PyTorch's argument order and "
         "output shape.",
-        ("minifw/nn/functional.py",),
+        ("minifw/nn/conv.py",),
         4,
     ),
     "4.2": TaskInfo(
         "Write 2-D convolution (forward and backward) with PyTorch's argument order and "
         "output shape.",
-        ("minifw/nn/functional.py",),
+        ("minifw/nn/conv.py",),
         4,
     ),
     "4.3": TaskInfo(
         "Write average and max pooling over 2-D windows.",
-        ("minifw/nn/functional.py",),
+        ("minifw/nn/conv.py",),
         4,
     ),
     "4.4": TaskInfo(
         "Write max along a dim (values and indices, with its gradient), softmax and "
         "log-softmax (numerically stable), and dropout (off in eval mode).",
-        ("minifw/nn/functional.py", "minifw/tensor/functions.py"),
+        ("minifw/nn/activation.py",),
         4,
     ),
     "4.5": TaskInfo(
         "Train the digits classifier (8x8 scikit-learn digits) to the accuracy the tests ask for.",
-        ("project/",),
+        ("minifw/nn/losses.py", "project/"),
         4,
     ),
 }

@@ -128,8 +128,10 @@ _STAFF_GUIDE = [
     "- The grader's children inherit its environment: on a machine without a GPU, set "
     "`NUMBA_ENABLE_CUDASIM=1` to grade the CUDA tasks (3.3, 3.4) on Numba's simulator; "
     "otherwise their tests are skipped and a task whose tests are all skipped scores 0.",
-    "- Run these commands from a checkout whose `minifw` is importable (installed with "
-    '`pip install -e ".[dev]"`, or with `PYTHONPATH=.`).',
+    "- Run these commands from a checkout whose `minifw` and `minifw_course` are "
+    'importable (installed with `pip install -e ".[dev]"`, or with `PYTHONPATH=.`). '
+    "The tooling is the package `minifw_course`, which `minifw` never imports; "
+    "`python -m minifw.course` is a thin entry that only calls it.",
     "",
     "A Gradescope `run_autograder` can copy the submission's `minifw/` over a clean "
     "student repository (so the tests are the staff's, not the submission's) and grade "

@@ -303,15 +303,17 @@ def _eat_comments(lines: list[str], line_no: int, def_indent: int, fence_lines: 
     return line_no
 
 
-# Where the generator and the docs look for fences, relative to a repository root.
+# Where the generator and the docs look for fences, relative to a repository root. The
+# course tooling (`minifw_course/`, its entry `minifw/course/`, its tests `tests/course/`)
+# is never course work: it is not searched.
 SOURCE_DIRS = ("minifw", "tests", "project")
-SKIPPED = ("minifw_course/", "tests/course/")
+SKIPPED = ("minifw/course/", "tests/course/")
 
 
 def python_files(root: Path) -> list[Path]:
     """The .py files of SOURCE_DIRS under `root` that may hold fences, sorted.
 
-    `minifw/course/` and `tests/course/` are tooling, never course work, and are skipped.
+    The tooling folders in SKIPPED are left out.
     """
     files: list[Path] = []
     for folder in SOURCE_DIRS:

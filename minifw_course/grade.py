@@ -4,7 +4,7 @@ Each task's tests (`pytest -m task2_1`) run in their own child process, in their
 process group, under a time limit; only the test files whose markers (read without
 importing them) name the task, or name no task, are loaded. Per-test outcomes come
 from the recording plugin (`pytest_plugin.py`), which the grader loads from its
-own copy of minifw. A task scores `max_score * passed / counted`, where skipped
+own copy of the tooling. A task scores `max_score * passed / counted`, where skipped
 tests are not counted and a file that cannot be collected counts as one failed
 test. A task whose process hangs, exits or crashes before pytest finishes scores
 zero, with an explanation; `results.json` is rewritten (atomically) after every

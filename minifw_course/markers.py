@@ -1,8 +1,8 @@
 """Run pytest in a child process with the recording plugin, and check task markers.
 
 `run_pytest` is shared by the marker check and the grader: it starts pytest in a
-repository with `minifw/course/pytest_plugin.py` loaded from *this* copy of
-minifw (copied to a scratch folder under another module name), so the
+repository with `minifw_course/pytest_plugin.py` loaded from *this* copy of
+the course tooling (copied to a scratch folder under another module name), so the
 repository under test cannot replace or break the recorder. The child runs in
 its own process group and the whole group is killed when it overruns.
 """
@@ -28,6 +28,9 @@ STAFF_MARKER = "staff"
 # Tests that maintain the repository rather than grade a task carry `staff` instead of
 # a task marker. Only these places may hold them (a folder ends with "/").
 STAFF_PATHS = ("tests/course/", "tests/test_markers.py")
+# Tests of what no task teaches (the expert fast paths, the hooks registry) carry `extra`
+# instead of a task marker: they run in the staff suite and are never graded.
+EXTRA_MARKER = "extra"
 
 
 @dataclass
@@ -153,8 +156,8 @@ def is_staff_path(path: str) -> bool:
 def check_markers(run: PytestRun, known: Collection[str] = COURSE_TASKS) -> list[str]:
     """List every breach of the marker rules; an empty list means the suite is fine.
 
-    Every test carries exactly one task marker from the course map, except the
-    tests in STAFF_PATHS, which carry `staff` and no task marker.
+    Every test carries exactly one task marker from the course map, or `extra` for what
+    no task teaches, except the tests in STAFF_PATHS, which carry `staff` and no task marker.
     """
     known_markers = {"task" + task.replace(".", "_") for task in known}
     problems = [f"{e['nodeid'] or 'tests'}: could not be collected:\n{e['message']}"
@@ -171,6 +174,8 @@ def check_markers(run: PytestRun, known: Collection[str] = COURSE_TASKS) -> list
 def _item_problems(nodeid: str, path: str, markers: list[str], known: set[str]) -> list[str]:
     tasks = [m for m in markers if m != STAFF_MARKER]
     staff = STAFF_MARKER in markers
+    if tasks == [EXTRA_MARKER]:
+        return [] if not staff else [f"{nodeid}: `staff` and `extra` together"]
     if is_staff_path(path):
         if not staff or tasks:
             return [f"{nodeid}: tests in {path} carry the `staff` marker and no task marker "
@@ -180,9 +185,9 @@ def _item_problems(nodeid: str, path: str, markers: list[str], known: set[str]) 
         return [f"{nodeid}: the `staff` marker belongs only in {', '.join(STAFF_PATHS)}"]
     if not tasks:
         return [f"{nodeid}: no task marker (add @pytest.mark.taskX_Y or a module-level "
-                "`pytestmark`; see minifw/course/tasks.py)"]  # fmt: skip
+                "`pytestmark`; see minifw_course/tasks.py)"]  # fmt: skip
     if len(tasks) > 1:
         return [f"{nodeid}: {len(tasks)} task markers {', '.join(tasks)} (one task per test)"]
     if tasks[0] not in known:
-        return [f"{nodeid}: unknown task marker {tasks[0]} (not in minifw/course/tasks.py)"]
+        return [f"{nodeid}: unknown task marker {tasks[0]} (not in minifw_course/tasks.py)"]
     return []

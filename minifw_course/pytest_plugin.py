@@ -1,20 +1,20 @@
 """A pytest plugin that records what a test run collected and how each test ended.
 
-Load it with `-p` and give it a file: `pytest -p minifw.course.pytest_plugin
+Load it with `-p` and give it a file: `pytest -p minifw_course.pytest_plugin
 --minifw-record=events.jsonl`. It appends one JSON object per line, flushed as
 it goes, so a run killed half way (a hang, `os._exit`, a segfault) still leaves
 every event that happened before:
 
 - `{"event": "collected", "nodeid": ..., "path": ..., "markers": [...],
   "all_markers": [...]}` for each selected test: its task markers (`task2_3`) and
-  `staff` if it has one, then the names of all its markers (`slow`, ...);
+  `staff` or `extra` if it has one, then the names of all its markers (`slow`, ...);
 - `{"event": "collect_error", "nodeid": ..., "message": ...}` for a file that
   could not be collected (an import error, a syntax error);
 - `{"event": "result", "nodeid": ..., "outcome": ..., "message": ...}` once per
   test, outcome one of passed, failed, error, skipped;
 - `{"event": "finished", "exitstatus": ...}` when the session ends normally.
 
-This file imports nothing from minifw: the grader copies it next to a
+This file imports nothing from minifw or minifw_course: the grader copies it next to a
 submission under another name, so a broken submission cannot break it.
 """
 
@@ -30,6 +30,7 @@ import pytest
 OPTION = "--minifw-record"
 TASK_MARKER = re.compile(r"^task\d+_\d+$")
 STAFF_MARKER = "staff"
+EXTRA_MARKER = "extra"
 _MESSAGE_LIMIT = 4000
 
 
@@ -51,9 +52,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def course_markers(item: pytest.Item) -> list[str]:
-    """The distinct task markers (and `staff`) that apply to a test, sorted."""
+    """The distinct task markers (and `staff`, `extra`) that apply to a test, sorted."""
     names = {mark.name for mark in item.iter_markers()}
-    return sorted(n for n in names if TASK_MARKER.match(n) or n == STAFF_MARKER)
+    return sorted(n for n in names if TASK_MARKER.match(n) or n in (STAFF_MARKER, EXTRA_MARKER))
 
 
 def _text(longrepr: Any) -> str:

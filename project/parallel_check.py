@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from minifw import fast_ops
 from minifw.core import operators as ops  # noqa: E402
 from minifw.core.tensor_data import TensorData  # noqa: E402
+from minifw.fast_paths import line_loops as loops  # noqa: E402
 from minifw.fast_paths import matmul as fast_matmul  # noqa: E402
 
 
@@ -47,14 +47,14 @@ def runs() -> dict[str, tuple[Any, Callable[[], None]]]:
     permuted = TensorData(x.T.reshape(-1).copy(), (6, 8)).permute(1, 0)
     b_cols = TensorData(b.transpose(0, 2, 1).reshape(-1).copy(), (2, 7, 5)).permute(0, 2, 1)
     return {
-        "map": (fast_ops._map, lambda: fast_ops._map(ops.EXP, *out.tuple(), *permuted.tuple())),
-        "zip": (fast_ops._zip,
-                lambda: fast_ops._zip(ops.ADD, *out.tuple(), *_triple(x), *_triple(col))),
-        "reduce_along": (fast_ops._reduce_along,
-                         lambda: fast_ops._reduce_along(ops.ADD, *row_out.tuple(),
+        "map": (loops._map, lambda: loops._map(ops.EXP, *out.tuple(), *permuted.tuple())),
+        "zip": (loops._zip,
+                lambda: loops._zip(ops.ADD, *out.tuple(), *_triple(x), *_triple(col))),
+        "reduce_along": (loops._reduce_along,
+                         lambda: loops._reduce_along(ops.ADD, *row_out.tuple(),
                                                         *_triple(x), 1)),
-        "reduce_across": (fast_ops._reduce_across,
-                          lambda: fast_ops._reduce_across(ops.ADD, *col_out.tuple(),
+        "reduce_across": (loops._reduce_across,
+                          lambda: loops._reduce_across(ops.ADD, *col_out.tuple(),
                                                           *_triple(x), 0)),
         "k_major": (fast_matmul._k_major, lambda: fast_matmul._k_major(*_triple(b), 2, 1)),
         "matmul": (fast_matmul._matmul,

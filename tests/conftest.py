@@ -44,8 +44,9 @@ def pytest_configure(config: pytest.Config) -> None:
         marker = "task" + task.replace(".", "_")
         config.addinivalue_line("markers", f"{marker}: course task {task}")
     config.addinivalue_line("markers", "slow: training runs and app smoke tests (run in CI)")
-    # course tooling (minifw/course): tests that check the tooling, not a course task
+    # course tooling (minifw_course): tests that check the tooling, not a course task
     config.addinivalue_line("markers", "staff: course tooling tests (tests/course/)")
+    config.addinivalue_line("markers", "extra: what no course task teaches (never graded)")
 
 
 @pytest.fixture(params=["simple", "fast", "cuda"])

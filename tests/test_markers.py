@@ -2,7 +2,7 @@
 
 Tooling tests (tests/course/ and this file) carry `staff` instead. The suite is
 collected in a child process with minifw's recording plugin; see
-minifw/course/markers.py for the rules.
+minifw_course/markers.py for the rules.
 """
 
 from __future__ import annotations

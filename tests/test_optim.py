@@ -171,6 +171,17 @@ def test_sgd_step_on_a_big_parameter_runs_the_parallel_fused_kernel(dtype):
     check_sgd_step(mf.get_backend("fast"), dtype, (300, 200))
 
 
+def test_sgd_step_without_the_fast_paths_folder_takes_two_launches(monkeypatch):
+    # Student repositories have no minifw/fast_paths/: the update is its two launches.
+    monkeypatch.setattr(optim, "_fused_update", None)
+    w = mf.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w.grad = mf.tensor([0.5, -1.0, 2.0])
+    with mf.profiler.profile() as prof:
+        optim.SGD([w], lr=0.5).step()
+    assert [(e.name, e.kind) for e in prof.events] == [("mul", "zip"), ("sub", "zip_into")]
+    assert w.tolist() == [0.75, 2.5, 2.0]
+
+
 def test_sgd_step_with_a_grad_sharing_the_parameters_cells_takes_two_launches():
     # Writing param while reading an overlapping grad cell by cell would read new values.
     cells = np.arange(1.0, 9.0)

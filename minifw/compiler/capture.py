@@ -7,19 +7,19 @@ whose tensors all point back at those buffers. A buffer is a graph input's
 storage, the output of a step, the storage of a tensor object the graph reads
 (a parameter: looked up again at every replay), or a constant (read by reference).
 
+The `Recorder` hears all it needs through the hooks registry (`minifw.core.hooks`):
+launches, backward passes, leaf gradients, host reads, and what optimizers report.
 What cannot be replayed is listed in `Recorder.problems` (a capture with problems
 runs eagerly instead): reading values on the host (`item()`, `numpy()`,
 `tolist()`, printing, casts), writing in place into a tensor the traced ops did
 not compute (except a leaf whose gradient a backward in the function made: an
 optimizer step), random numbers, and autograd state the replay cannot rebuild.
-Code above this layer reports what it cannot replay with `refuse`, and the Python
-values it reads that a replay must match with `guard`.
+Optimizers report what they cannot replay (`hooks.unreplayable`), and the Python
+values they read that a replay must match (`hooks.guard`).
 """
 
 from __future__ import annotations
 
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,13 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from minifw import _launch_hooks
-from minifw._launch_hooks import Launch
-from minifw.core import operators
+from minifw.core import hooks, operators
 from minifw.core.autodiff import topological_sort
+from minifw.core.hooks import Launch, Proceed
 from minifw.core.random import generator
 from minifw.core.tensor_data import TensorData, strides_from_shape
-from minifw.tensor.autograd import _grad_hook, recorded_inputs
+from minifw.tensor.autograd import recorded_inputs
 from minifw.tensor.functions import is_tensor
 from minifw.tensor.tensor import Tensor
 
@@ -112,8 +111,10 @@ class Graph:
     cleared: list[Any] = field(default_factory=list)
 
 
-class Recorder:
-    """A launch listener that records the launches of one capture."""
+class Recorder(hooks.Listener):
+    """The listener of one capture: records its launches and what cannot be replayed."""
+
+    records_launches = True  # fused fast paths launch their steps one by one for it
 
     def __init__(self, inputs: list[Tensor]) -> None:
         self.inputs = inputs
@@ -122,6 +123,7 @@ class Recorder:
         self.problems: list[str] = []
         self.grads_before = [t.grad for t in inputs]
         self.backward_ran = False
+        self._backward_depth = 0  # backward passes running now
         self.leaves: dict[int, Tensor] = {}  # leaves whose .grad a backward in f made
         self.guards: list[tuple[Callable[[], Any], Any]] = []
         self.cleared: dict[int, Tensor] = {}  # leaves whose .grad f set to None first
@@ -152,16 +154,28 @@ class Recorder:
         """`data` as a view of a numbered buffer."""
         return Ref(self.buffer_of(data), data.shape, data.strides, data.offset)
 
-    def host_read(self, what: str) -> None:
+    def on_host_read(self, what: str) -> None:
         """Note that the function read tensor values on the host."""
         self.problems.append(f"it reads tensor values on the host ({what})")
 
-    def __call__(self, launch: Launch, proceed: Callable[[Launch], None]) -> None:
+    def on_unreplayable(self, reason: str) -> None:
+        """Note something the function does that a replay cannot redo."""
+        self.problems.append(reason)
+
+    def on_guard(self, read: Callable[[], Any]) -> None:
+        """Replay only while `read()` returns what it returns now (an optimizer's lr)."""
+        self.guards.append((read, read()))
+
+    def on_backward(self, entering: bool) -> None:
+        """Follow the backward passes, so that their launches count as a backward in f."""
+        self._backward_depth += 1 if entering else -1
+
+    def on_launch(self, launch: Launch, proceed: Proceed) -> None:
         """Record `launch` as a step of the captured graph, then run it."""
         kind = launch.kind
         if kind == "to_host":
             shape = launch.inputs[0].shape
-            self.host_read(f"a copy to the host of a tensor of shape {shape}")
+            self.on_host_read(f"a copy to the host of a tensor of shape {shape}")
         elif kind == "fused":
             self.problems.append("it launched a fused kernel while being captured")
         else:
@@ -186,7 +200,8 @@ class Recorder:
                 kind, op = "map_into", operators.ID
             step = Step(kind, op, launch.dim, launch.backend, self.ref(out), inputs)
             self.steps.append(step)
-            self._note_backward(sys._getframe(1))
+            if self._backward_depth:
+                self.backward_ran = True
         proceed(launch)
 
     def _writable(self, out: TensorData) -> bool:
@@ -200,7 +215,7 @@ class Recorder:
             return True
         return any(leaf._data.base is out.base for leaf in self.leaves.values())
 
-    def grads_cleared(self, tensors: list[Tensor]) -> None:
+    def on_grads_cleared(self, tensors: list[Any]) -> None:
         """Note tensors whose `.grad` f sets to None (those no backward in f set yet)."""
         for t in tensors:
             if id(t) not in self.leaves:
@@ -215,17 +230,7 @@ class Recorder:
         self.steps.append(Step("zip", launch.op, -1, launch.backend, temp, inputs))
         return temp
 
-    def _note_backward(self, frame: Any) -> None:
-        """Notice launches made by a backward in f."""
-        for _ in range(_FRAMES):
-            if frame is None:
-                return
-            if frame.f_code.co_name == "backpropagate":
-                self.backward_ran = True
-                return
-            frame = frame.f_back
-
-    def leaf_grad(self, leaf: Tensor, added: bool) -> None:
+    def on_leaf_grad(self, leaf: Any, added: bool) -> None:
         """Note a leaf whose `.grad` a backward in f set (or added to, which cannot replay)."""
         self.backward_ran = True
         if added or id(leaf) in self.leaves:
@@ -236,87 +241,20 @@ class Recorder:
         self.leaves[id(leaf)] = leaf
 
 
-class _Watching(threading.local):
-    def __init__(self) -> None:
-        self.recorders: list[Recorder] = []
-
-
-_watching = _Watching()
-_FRAMES = 40  # how far up the stack a launch is traced back to a backward
-_patch_lock = threading.Lock()
-_patched: list[bool] = [False]
-
-
 def capturing() -> bool:
     """True while this thread captures a function."""
-    return bool(_watching.recorders)
+    return hooks.recording()
 
 
 @contextmanager
 def recording(recorder: Recorder) -> Iterator[None]:
     """Record this thread's launches, host reads, leaf grads and random draws."""
-    _watch_host_reads()
-    _grad_hook[0] = _leaf_grad
     rng = generator()
     state = rng.bit_generator.state
-    _watching.recorders.append(recorder)
-    _launch_hooks.add_listener(recorder)
-    try:
+    with hooks.listen(recorder):
         yield
-    finally:
-        _launch_hooks.remove_listener(recorder)
-        _watching.recorders.pop()
     if generator() is not rng or rng.bit_generator.state != state:
         recorder.problems.append("it draws random numbers (rand, randn, dropout, ...)")
-
-
-def refuse(reason: str) -> None:
-    """Tell this thread's capture, if any, that what runs now cannot be replayed (why)."""
-    if _watching.recorders:
-        _watching.recorders[-1].problems.append(reason)
-
-
-def guard(read: Callable[[], Any]) -> None:
-    """Make this thread's capture, if any, replay only while `read()` returns what it does now.
-
-    For Python state that code under capture reads and bakes into the kernels it
-    launches (an optimizer's learning rate): a change captures again.
-    """
-    if _watching.recorders:
-        _watching.recorders[-1].guards.append((read, read()))
-
-
-def grads_cleared(tensors: list[Tensor]) -> None:
-    """Tell this thread's capture, if any, that these tensors' `.grad` is set to None now."""
-    if _watching.recorders:
-        _watching.recorders[-1].grads_cleared(tensors)
-
-
-def _leaf_grad(leaf: Tensor, added: bool) -> None:
-    """The grad hook of `tensor_autograd`: tells this thread's capture, if any."""
-    if _watching.recorders:
-        _watching.recorders[-1].leaf_grad(leaf, added)
-
-
-def _watch_host_reads() -> None:
-    """Make `Tensor.numpy` (behind item, tolist, printing) report to the active capture.
-
-    CPU tensors hand their storage to numpy without calling the backend, so the
-    launch hook cannot see these reads. Installed once; costs one check per call.
-    """
-    with _patch_lock:
-        if _patched[0]:
-            return
-        original = Tensor.numpy
-
-        def numpy(self: Tensor) -> np.ndarray:
-            """The values as a numpy array (sharing memory for CPU tensors)."""
-            if _watching.recorders:
-                _watching.recorders[-1].host_read(f"numpy() of a tensor of shape {self.shape}")
-            return original(self)
-
-        setattr(Tensor, "numpy", numpy)  # noqa: B010 - the method is replaced on purpose
-        _patched[0] = True
 
 
 # Describing the result
@@ -453,4 +391,4 @@ class _Describer:
 
 
 __all__ = ["Buffer", "Graph", "Node", "Recorder", "Ref", "Step", "UnsupportedError", "analyse",
-           "capturing", "grads_cleared", "guard", "recording", "refuse"]  # fmt: skip
+           "capturing", "recording"]  # fmt: skip

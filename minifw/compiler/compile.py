@@ -64,7 +64,7 @@ Backends
     its simulator) the capture is replayed without fusion.
 
 Generated kernels are Python files named by the hash of their source, written
-under `minifw._fusion.cache_dir()` (NUMBA_CACHE_DIR/minifw-fused or
+under `minifw.compiler.fusion.cache_dir()` (NUMBA_CACHE_DIR/minifw-fused or
 ~/.cache/minifw/fused) and compiled with `cache=True`, so a second process loads
 them from disk.
 """

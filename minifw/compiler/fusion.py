@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import inspect
 import os
 import sys
 import tempfile
@@ -35,19 +34,19 @@ from typing import Any
 import numba
 import numpy as np
 
-from minifw._jit import compile_functions, njit
+from minifw._jit import compile_functions, kernel_sources_hash, njit
 from minifw.compiler.capture import Ref, Step
 from minifw.core import operators, tensor_data
-from minifw.fast_paths import simd_math as _simd_math
+from minifw.fast_ops import fast_paths
 
-# The scalar functions generated kernels call, compiled once (like fast_ops' copies).
+# The scalar functions generated kernels call, compiled once (like fast_ops' copies); with
+# the fast paths present, e^x is their SIMD version, as in FastOps' kernels.
 SCALAR = compile_functions(
     [operators, tensor_data],
     operators.KERNEL_FUNCTIONS,
     lambda fn: njit(fn, inline="always"),
-    replacements={"exp": _simd_math.exp},
+    replacements={"exp": fast_paths.simd_math.exp} if fast_paths is not None else None,
 )
-PARALLEL_FROM = 32768  # cells from which a fused kernel runs in parallel (as in fast_ops)
 _INFIX = {operators.ADD: "+", operators.SUB: "-", operators.MUL: "*", operators.DIV: "/"}
 _CASTS = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64"}
 _cache_dir: list[Path | None] = [None]
@@ -254,7 +253,7 @@ def kernel_source(group: Group, steps: list[Step], dtypes: list[str]) -> str:
         "import numpy as np",
         "from numba import prange",
         "",
-        "from minifw._fusion import SCALAR",
+        "from minifw.compiler.fusion import SCALAR",
         "from minifw._jit import njit",
         "",
         *(f"{name} = SCALAR.{name}" for name in sorted(used)),
@@ -385,9 +384,12 @@ def set_cache_dir(path: str | os.PathLike[str] | None) -> None:
 
 
 def _salt() -> str:
-    """What generated kernels depend on besides their source: the functions they call, numba."""
-    parts = [inspect.getsource(module) for module in (operators, _simd_math)]
-    parts += [numba.__version__, np.__version__]
+    """What generated kernels depend on besides their source: the functions they call, numba.
+
+    `kernel_sources_hash` covers every minifw file that compiled kernels inline (the op
+    table, the index math, the SIMD e^x), so editing one of them never loads a stale kernel.
+    """
+    parts = [kernel_sources_hash(), numba.__version__, np.__version__]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
@@ -416,35 +418,5 @@ def fused_kernel(source: str) -> tuple[Any, Path]:
         return _kernels[digest, path], path
 
 
-_update_kernels: dict[str, tuple[Any, list[int]]] = {}
-
-
-def sub_scaled_kernels(dtype: np.dtype[Any], backend: Any) -> tuple[Any, list[int]]:
-    """The fused kernels (parallel, serial) of `p -= g * lr` on dense cells, and their leaves.
-
-    The two steps a capture records for it (a zip mul, a zip sub) are planned and
-    generated as `mf.compile` would, so every cell rounds exactly as the two unfused
-    launches. Buffers are numbered p = 0, g = 1, lr = 2 (one cell): call a kernel as
-    `kernel(shape, p, *(cells of each leaf in the order returned))` with p flat and
-    contiguous; it writes p's own cells, each after reading it.
-    """
-    name = np.dtype(dtype).name
-    if name not in _update_kernels:
-        shape, strides = (2,), (1,)  # the source depends on how cells are read, not sizes
-        p, g, lr, scaled, new = (Ref(b, shape, strides, 0) for b in range(5))
-        lr = Ref(2, (), (), 0)
-        steps = [
-            Step("zip", operators.MUL, -1, backend, scaled, (g, lr)),
-            Step("zip", operators.SUB, -1, backend, new, (p, scaled)),
-        ]
-        dtypes = [name] * 5
-        (group,) = plan_fusion(steps, dtypes, {new.buf})
-        assert isinstance(group, Group) and group.outputs == [new.buf]
-        kernels, _ = fused_kernel(kernel_source(group, steps, dtypes))
-        _update_kernels[name] = kernels, [ref.buf for ref in group.leaves]
-    return _update_kernels[name]
-
-
 __all__ = ["Group", "SCALAR", "broadcast_strides", "cache_dir", "fusable", "fused_kernel",
-           "kernel_source", "leaf_access", "plan_fusion", "set_cache_dir",
-           "sub_scaled_kernels"]  # fmt: skip
+           "kernel_source", "leaf_access", "plan_fusion", "set_cache_dir"]  # fmt: skip

@@ -17,17 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from minifw import _launch_hooks
-from minifw._launch_hooks import Launch
+from minifw._jit import PARALLEL_FROM
 from minifw.compiler.capture import Graph, Ref, Step
 from minifw.compiler.fusion import (
-    PARALLEL_FROM,
     Group,
     fused_kernel,
     kernel_source,
     leaf_access,
     plan_fusion,
 )
+from minifw.core import hooks
+from minifw.core.hooks import Launch, anyone_listening, op_name
 from minifw.core.tensor_data import TensorData
 from minifw.tensor.functions import Function, FunctionCtx
 from minifw.tensor.tensor import Tensor
@@ -132,7 +132,7 @@ class _StepRun:
             launch = Launch(
                 step.backend, step.kind, step.op, (datas[0],), tuple(datas[1:]), step.dim
             )
-            _launch_hooks.deliver(launch)
+            hooks.launch(launch)
             return
         args = self.head.copy()
         for buf, offset, shape, strides in self.operands:
@@ -158,7 +158,7 @@ class _FusedRun:
         self.reads = [(r.buf, r.offset, leaf_access(r, group.shape)[1]) for r in group.leaves]
         self.ops = tuple(graph.steps[m].op for m in group.members)
         names = [graph.steps[m] for m in group.members]
-        self.name = "fused[" + ",".join(_launch_hooks.op_name(s.kind, s.op) for s in names) + "]"
+        self.name = "fused[" + ",".join(op_name(s.kind, s.op) for s in names) + "]"
 
     def buffers(self) -> list[int]:
         """The buffers this kernel reads or writes."""
@@ -190,7 +190,7 @@ class _FusedRun:
         )
         launch = Launch(self.backend, "fused", -1, datas, leaves, name=self.name,
                         fused_ops=self.ops, runner=lambda: self.kernel(*args))  # fmt: skip
-        _launch_hooks.deliver(launch)
+        hooks.launch(launch)
 
 
 class Plan:
@@ -245,7 +245,7 @@ class Plan:
                              f"{len(item.outputs)}{into}, reads {reads}")  # fmt: skip
             else:
                 s = item.step
-                lines.append(f"  {_launch_hooks.op_name(s.kind, s.op)} -> {list(s.out.shape)}")
+                lines.append(f"  {op_name(s.kind, s.op)} -> {list(s.out.shape)}")
         return "\n".join(lines)
 
     def _execute(self, bufs: list[Any], observed: bool) -> None:
@@ -283,10 +283,8 @@ class Plan:
         leaves = [rebuild.value(leaf) for leaf, _ in graph.grads]
         if any(leaf.grad is not None or leaf._hooks for leaf in leaves):
             raise RunEagerError
-        observed = _launch_hooks.listening()
-        if observed:
-            with _launch_hooks.launch_context(self.label, "forward"):
-                self._execute(bufs, True)
+        if anyone_listening[0] and hooks.listening():  # tools hear each kernel it runs
+            hooks.run_function(self.label, "forward", self._execute, bufs, True)
         else:
             self._execute(bufs, False)
         for n in self.bumps:

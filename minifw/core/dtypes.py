@@ -29,7 +29,8 @@ float64 = DType("float64")
 float32 = DType("float32")
 int64 = DType("int64")
 double, float, long = float64, float32, int64  # noqa: A001 - PyTorch's aliases
-_BY_NUMPY = {d.numpy: d for d in (float64, float32, int64)}
+# The DType of each storage dtype (a lookup, no call: Tensor() reads it for every result).
+BY_NUMPY = {d.numpy: d for d in (float64, float32, int64)}
 _default = [float64]
 
 
@@ -45,15 +46,15 @@ def as_dtype(value: Any) -> DType:
         key = np.dtype(value)
     except TypeError:
         key = None
-    if key is None or key not in _BY_NUMPY:
+    if key is None or key not in BY_NUMPY:
         raise TypeError(f"unsupported dtype {value!r}: expected float64, float32 or int64")
-    return _BY_NUMPY[key]
+    return BY_NUMPY[key]
 
 
 def from_numpy_dtype(dtype: np.dtype[Any]) -> DType:
     """The DType whose storage matches `dtype` (bools become float, other ints int64)."""
-    if dtype in _BY_NUMPY:
-        return _BY_NUMPY[dtype]
+    if dtype in BY_NUMPY:
+        return BY_NUMPY[dtype]
     if dtype.kind in "iu":
         return int64
     if dtype.kind in "fb":

@@ -2,14 +2,18 @@
 
 Everything here is plain Python written in the subset Numba can compile, so
 `fast_ops.py` and `cuda_ops.py` recompile these same functions for their targets.
-Kernels receive an integer *op code* instead of a Python function: the codes and
-the `unary` / `binary` dispatchers at the bottom of this file map a code to its math.
+Kernels receive an integer *op code* instead of a Python function. The op table
+(one row per elementwise op, after Task 0.1's functions) gives each op its code; the
+codes, names and the `unary` / `binary` dispatchers that kernels call are derived from it.
 """
 
 from __future__ import annotations
 
+import linecache
 import math
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 # BEGIN TASK 0.1
 
@@ -206,136 +210,180 @@ def abs_back(x: float, d: float) -> float:
 
 # END TASK 0.1
 
-# Op codes. Unary codes select a function of one argument, binary codes one of two.
-# Kernels take these integers, never Python functions, so compiled kernels cache on disk.
-ID, NEG, EXP, LOG, SIGMOID, RELU, TANH, INV, SQRT, ABS = range(10)
-ADD, SUB, MUL, DIV, LT, GT, LE, GE, EQ, NE, MAX, MIN, POW, IS_CLOSE, SELECT = range(100, 115)
-LOG_BACK, INV_BACK, RELU_BACK, SIGMOID_BACK, EXP_BACK, TANH_BACK, SQRT_BACK, ABS_BACK = range(
-    200, 208
-)
+# ---- The op table ---------------------------------------------------------------------
+# One row per elementwise op. Everything else is derived from the rows: the op codes
+# (integers that kernels receive instead of Python functions, so compiled kernels cache
+# on disk), UNARY_NAMES / BINARY_NAMES, the `unary` / `binary` dispatchers that kernels
+# call, KERNEL_FUNCTIONS (what backends compile) and the autograd Functions of unary ops
+# (tensor/functions.py). A row binds the constant named like its scalar function (EXP for
+# `exp`). Codes: unary 0-99, binary 100-199, derivative rules 200-299. `back` names the
+# binary op giving d * f'(x) as back(x, d), for the unary ops that autograd differentiates
+# cell by cell; `title` is the op's PyTorch name, shown in grad_fn names ("ExpBackward").
 
-UNARY_NAMES = {
-    ID: "id",
-    NEG: "neg",
-    EXP: "exp",
-    LOG: "log",
-    SIGMOID: "sigmoid",
-    RELU: "relu",
-    TANH: "tanh",
-    INV: "inv",
-    SQRT: "sqrt",
-    ABS: "abs",
+
+@dataclass(frozen=True)
+class OpRow:
+    """One elementwise op: its code, its scalar function and, for unary ops, its derivative."""
+
+    code: int
+    name: str
+    arity: int
+    back: str | None = None
+    title: str = ""
+
+
+OP_TABLE: dict[int, OpRow] = {}
+
+
+def unary_op(code: int, name: str, back: str | None = None, title: str | None = None) -> int:
+    """Add the row of a one-argument op to OP_TABLE; return its code."""
+    return _add_row(OpRow(code, name, 1, back, title or name.capitalize()))
+
+
+def binary_op(code: int, name: str) -> int:
+    """Add the row of a two-argument op to OP_TABLE; return its code."""
+    return _add_row(OpRow(code, name, 2, None, name.capitalize()))
+
+
+def _add_row(row: OpRow) -> int:
+    """Add `row` unless its code is taken or outside its arity's range."""
+    taken = OP_TABLE.get(row.code)
+    if taken is not None or (row.code < 100) != (row.arity == 1) or not 0 <= row.code < 300:
+        why = f"taken by {taken.name!r}" if taken else "outside its range"
+        raise ValueError(f"op table: code {row.code} of {row.name!r} is {why}")
+    OP_TABLE[row.code] = row
+    return row.code
+
+
+ID = unary_op(0, "id")
+NEG = unary_op(1, "neg")
+EXP = unary_op(2, "exp", back="exp_back")
+LOG = unary_op(3, "log", back="log_back")
+SIGMOID = unary_op(4, "sigmoid", back="sigmoid_back")
+RELU = unary_op(5, "relu", back="relu_back")
+TANH = unary_op(6, "tanh", back="tanh_back")
+INV = unary_op(7, "inv", back="inv_back", title="Reciprocal")
+SQRT = unary_op(8, "sqrt", back="sqrt_back")
+ABS = unary_op(9, "abs", back="abs_back")
+
+ADD = binary_op(100, "add")
+SUB = binary_op(101, "sub")
+MUL = binary_op(102, "mul")
+DIV = binary_op(103, "div")
+LT = binary_op(104, "lt")
+GT = binary_op(105, "gt")
+LE = binary_op(106, "le")
+GE = binary_op(107, "ge")
+EQ = binary_op(108, "eq")
+NE = binary_op(109, "ne")
+MAX = binary_op(110, "max")
+MIN = binary_op(111, "min")
+POW = binary_op(112, "pow")
+IS_CLOSE = binary_op(113, "is_close")
+SELECT = binary_op(114, "select")
+
+LOG_BACK = binary_op(200, "log_back")
+INV_BACK = binary_op(201, "inv_back")
+RELU_BACK = binary_op(202, "relu_back")
+SIGMOID_BACK = binary_op(203, "sigmoid_back")
+EXP_BACK = binary_op(204, "exp_back")
+TANH_BACK = binary_op(205, "tanh_back")
+SQRT_BACK = binary_op(206, "sqrt_back")
+ABS_BACK = binary_op(207, "abs_back")
+
+# ---- Derived from the table --------------------------------------------------------------
+
+UNARY_NAMES: dict[int, str] = {r.code: r.name for r in OP_TABLE.values() if r.arity == 1}
+BINARY_NAMES: dict[int, str] = {r.code: r.name for r in OP_TABLE.values() if r.arity == 2}
+CODES: dict[str, int] = {r.name: r.code for r in OP_TABLE.values()}
+
+
+def _check_table() -> None:
+    """Raise unless every row has its scalar function, its constant and a known `back`."""
+    for row in OP_TABLE.values():
+        constant = row.name.upper()
+        if not callable(globals().get(row.name)) or globals().get(constant) != row.code:
+            raise ValueError(f"op table: row {row.name!r} needs `def {row.name}` and "
+                             f"`{constant} = ...` in operators.py")  # fmt: skip
+        if row.back is not None and BINARY_NAMES.get(CODES.get(row.back, -1)) is None:
+            raise ValueError(f"op table: {row.name!r} has no binary op {row.back!r}")
+
+
+_check_table()
+
+# Python's dispatch (SimpleOps, tests): a code's scalar function, looked up in a dict.
+UNARY_FUNCTIONS: dict[int, Callable[[float], float]] = {
+    code: globals()[name] for code, name in UNARY_NAMES.items()
 }
-BINARY_NAMES = {
-    ADD: "add",
-    SUB: "sub",
-    MUL: "mul",
-    DIV: "div",
-    LT: "lt",
-    GT: "gt",
-    LE: "le",
-    GE: "ge",
-    EQ: "eq",
-    NE: "ne",
-    MAX: "max",
-    MIN: "min",
-    POW: "pow",
-    IS_CLOSE: "is_close",
-    SELECT: "select",
-    LOG_BACK: "log_back",
-    INV_BACK: "inv_back",
-    RELU_BACK: "relu_back",
-    SIGMOID_BACK: "sigmoid_back",
-    EXP_BACK: "exp_back",
-    TANH_BACK: "tanh_back",
-    SQRT_BACK: "sqrt_back",
-    ABS_BACK: "abs_back",
+BINARY_FUNCTIONS: dict[int, Callable[[float, float], float]] = {
+    code: globals()[name] for code, name in BINARY_NAMES.items()
 }
+# Unary op -> the binary op of its derivative rule, for the ops that have one.
+DERIVATIVES: dict[int, int] = {r.code: CODES[r.back] for r in OP_TABLE.values() if r.back}
 
 
-def unary(op: int, x: float) -> float:
-    """Apply the one-argument function whose op code is `op` to x."""
-    if op == ID:
-        return x
-    if op == NEG:
-        return -x
-    if op == EXP:
-        return exp(x)
-    if op == LOG:
-        return log(x)
-    if op == SIGMOID:
-        return sigmoid(x)
-    if op == RELU:
-        return relu(x)
-    if op == TANH:
-        return tanh(x)
-    if op == INV:
-        return inv(x)
-    if op == SQRT:
-        return sqrt(x)
-    if op == ABS:
-        return abs(x)
-    return math.nan
+def check_op(what: str, op: int, arity: int) -> None:
+    """Raise a ValueError naming `op` unless it is the code of an op of `arity` arguments."""
+    row = OP_TABLE.get(op)
+    if row is None or row.arity != arity:
+        kinds = {1: "unary", 2: "binary"}
+        found = f"it is the {kinds[row.arity]} op {row.name!r}" if row else "not in OP_TABLE"
+        raise ValueError(f"{what}: op code {op!r} is not a {kinds[arity]} op ({found})")
 
 
-def binary(op: int, x: float, y: float) -> float:
-    """Apply the two-argument function whose op code is `op` to (x, y)."""
-    if op == ADD:
-        return x + y
-    if op == MUL:
-        return x * y
-    if op == SUB:
-        return x - y
-    if op == DIV:
-        return x / y
-    if op == LT:
-        return lt(x, y)
-    if op == GT:
-        return gt(x, y)
-    if op == LE:
-        return le(x, y)
-    if op == GE:
-        return ge(x, y)
-    if op == EQ:
-        return eq(x, y)
-    if op == NE:
-        return ne(x, y)
-    if op == MAX:
-        return max(x, y)
-    if op == MIN:
-        return min(x, y)
-    if op == POW:
-        return pow(x, y)
-    if op == IS_CLOSE:
-        return is_close(x, y)
-    if op == SELECT:
-        return select(x, y)
-    if op == LOG_BACK:
-        return log_back(x, y)
-    if op == INV_BACK:
-        return inv_back(x, y)
-    if op == RELU_BACK:
-        return relu_back(x, y)
-    if op == SIGMOID_BACK:
-        return sigmoid_back(x, y)
-    if op == EXP_BACK:
-        return exp_back(x, y)
-    if op == TANH_BACK:
-        return tanh_back(x, y)
-    if op == SQRT_BACK:
-        return sqrt_back(x, y)
-    if op == ABS_BACK:
-        return abs_back(x, y)
-    return math.nan
+def unary_function(op: int) -> Callable[[float], float]:
+    """The scalar function of unary op `op`; a ValueError naming the code if none."""
+    check_op("unary_function", op, 1)
+    return UNARY_FUNCTIONS[op]
 
 
-# The functions above that kernels call; backends recompile exactly these.
-KERNEL_FUNCTIONS = [
-    *("lt", "gt", "le", "ge", "eq", "ne", "max", "min", "is_close", "select", "pow"),
-    *("sigmoid", "relu", "log", "exp", "inv", "tanh", "sqrt", "abs"),
-    *("log_back", "inv_back", "relu_back", "sigmoid_back", "exp_back", "tanh_back"),
-    *("sqrt_back", "abs_back", "unary", "binary"),
-]
+def binary_function(op: int) -> Callable[[float, float], float]:
+    """The scalar function of binary op `op`; a ValueError naming the code if none."""
+    check_op("binary_function", op, 2)
+    return BINARY_FUNCTIONS[op]
+
+
+# Compiled kernels dispatch with `unary(op, x)` / `binary(op, x, y)`. Numba needs them as
+# plain if-chains on integer constants (it folds a chain away when `op` is a constant and
+# costs a few compares otherwise; a dict of functions does not compile). Kept by hand, such
+# a chain drifted from the table (a forgotten branch returned NaN), so it is generated
+# from the rows: print(operators.dispatch_source()) shows it.
+_DISPATCH_FILE = "<minifw.core.operators: unary and binary, generated from OP_TABLE>"
+
+
+def dispatch_source() -> str:
+    """The Python source of `unary` and `binary`: one `if op == CODE` branch per row."""
+    return _dispatcher("unary", "x", 1) + "\n\n\n" + _dispatcher("binary", "x, y", 2) + "\n"
+
+
+def _dispatcher(name: str, args: str, arity: int) -> str:
+    typed = ", ".join(f"{arg}: float" for arg in args.split(", "))
+    lines = [
+        f"def {name}(op: int, {typed}) -> float:",
+        f'    """Apply the {name} op whose code is `op` to {args} (generated from OP_TABLE)."""',
+    ]
+    for row in OP_TABLE.values():
+        if row.arity == arity:
+            lines += [f"    if op == {row.name.upper()}:", f"        return {row.name}({args})"]
+    lines.append("    return math.nan  # not a code of the table: launchers refuse it first")
+    return "\n".join(lines)
+
+
+def _compile_dispatchers() -> dict[str, Any]:
+    """Run the generated source with this module's globals; return its two functions."""
+    source = dispatch_source()
+    linecache.cache[_DISPATCH_FILE] = (len(source), None, source.splitlines(True), _DISPATCH_FILE)
+    generated: dict[str, Any] = {}
+    exec(compile(source, _DISPATCH_FILE, "exec"), globals(), generated)
+    return generated
+
+
+_generated = _compile_dispatchers()
+unary: Callable[[int, float], float] = _generated["unary"]
+binary: Callable[[int, float, float], float] = _generated["binary"]
+
+# The functions that kernels call; backends recompile exactly these, linked to each other.
+KERNEL_FUNCTIONS: list[str] = [*CODES, "unary", "binary"]
 
 # BEGIN TASK 0.3
 

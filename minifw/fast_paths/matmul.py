@@ -1,7 +1,9 @@
-"""The FastOps matmul: tiled, parallel over output tiles, compiled by Numba and cached.
+"""The register-tiled matmul FastOps calls when this folder is present (an expert fast path).
 
-`FastOps.matmul` calls `matmul` here. Like the other FastOps kernels, each kernel is a
-module-level function compiled with `cache=True` and has a serial twin for small inputs.
+`FastOps.matmul` calls `matmul` here; the readable `_matmul` of `fast_ops.py` computes
+the same cells. Kernels pick the loop that suits each layout (dot products over
+k-contiguous lines in 4 x 4 register tiles, or rows of b in SIMD lanes), and each is a
+module-level function compiled with `cache=True` with a serial twin for small inputs.
 """
 
 from __future__ import annotations
@@ -38,9 +40,6 @@ COPY_PARALLEL_FROM = 32768
 # both only change the rounding of sums. No nnan/ninf.
 SUM_MATH = {"reassoc", "contract"}
 U = np.uint64  # an index type Numba does not check for negative values
-
-
-# BEGIN TASK 3.2
 
 
 @njit(parallel=True, cache=True)
@@ -276,8 +275,6 @@ def _matmul_rows(
         for i in range(h):
             _store_row(out, o + i * out_strides[1], out_strides[2], acc[i * w : i * w + w])
 
-
-# END TASK 3.2
 
 _matmul_serial, _k_major_serial = serial_twin(_matmul), serial_twin(_k_major)
 _matmul_rows_serial = serial_twin(_matmul_rows)

@@ -12,7 +12,7 @@ into AVX instructions. The method is the textbook one:
 
 2^n is applied as two halves 2^(n//2) * 2^(n - n//2), so results that are subnormal
 (x near -745) or near overflow (x near 709.78) round once, correctly. The result is
-within 1 ulp of `math.exp` (tests/test_simd_math.py checks it).
+within 1 ulp of `math.exp` (tests/fast_paths/test_simd_math.py checks it).
 """
 
 from __future__ import annotations

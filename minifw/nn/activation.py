@@ -58,7 +58,7 @@ class LogSoftmax(Function):
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
-        """Grad - softmax * sum(grad) along dim, with softmax = e^out."""
+        """Return grad - softmax * sum(grad) along dim, with softmax = e^out."""
         (out,) = ctx.saved_tensors
         total = grad._reduce(ops.ADD, ctx.dim)
         return grad._zip(ops.SUB, out._map(ops.EXP)._zip(ops.MUL, total)), None
@@ -80,7 +80,7 @@ class Softmax(Function):
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
-        """S * (grad - sum(grad * s) along dim), with s the softmax."""
+        """Return s * (grad - sum(grad * s) along dim), with s the softmax."""
         (s,) = ctx.saved_tensors
         total = grad._zip(ops.MUL, s)._reduce(ops.ADD, ctx.dim)
         return s._zip(ops.MUL, grad._zip(ops.SUB, total)), None

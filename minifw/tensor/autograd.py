@@ -29,13 +29,6 @@ _NOT_LEAF = (
 )
 
 
-# BEGIN grad hook (graph capture, installed from layer 7)
-# None, or hook(leaf, added): called after a backward sets a leaf's `.grad` (added is
-# False) or adds to it (added True), so a capture knows which leaves it wrote.
-_grad_hook: list[Any] = [None]
-# END grad hook
-
-
 class Gradient:
     """A gradient on its way through backpropagation, and whether only the engine holds it.
 

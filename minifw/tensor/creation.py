@@ -226,43 +226,8 @@ def where(condition: Tensor, input: Any, other: Any) -> Tensor:  # noqa: A002 - 
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
-    """A @ b."""
+    """Return a @ b."""
     return a @ b
-
-
-def exp(t: Tensor) -> Tensor:
-    """e^t cell by cell."""
-    return t.exp()
-
-
-def log(t: Tensor) -> Tensor:
-    """Natural log cell by cell."""
-    return t.log()
-
-
-def sigmoid(t: Tensor) -> Tensor:
-    """Logistic sigmoid cell by cell."""
-    return t.sigmoid()
-
-
-def relu(t: Tensor) -> Tensor:
-    """max(t, 0) cell by cell."""
-    return t.relu()
-
-
-def tanh(t: Tensor) -> Tensor:
-    """Tanh cell by cell."""
-    return t.tanh()
-
-
-def sqrt(t: Tensor) -> Tensor:
-    """Square root cell by cell."""
-    return t.sqrt()
-
-
-def abs(t: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
-    """|t| cell by cell."""
-    return t.abs()
 
 
 def sum(t: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
@@ -288,11 +253,6 @@ def min(t: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noq
 def argmax(t: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the max."""
     return t.argmax(dim, keepdim)
-
-
-def is_tensor(value: Any) -> bool:
-    """True for a minifw Tensor."""
-    return isinstance(value, Tensor)
 
 
 __all__ = ["tensor"]

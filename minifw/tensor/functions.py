@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from minifw.core import hooks
 from minifw.core import operators as ops
 from minifw.core.autodiff import Context, History, _grad_mode, no_grad
+from minifw.core.hooks import anyone_listening
 from minifw.core.tensor_data import index_view
 
 if TYPE_CHECKING:
@@ -113,7 +115,10 @@ class Function:
         mode = _grad_mode.enabled
         _grad_mode.enabled = False
         try:
-            out = cls.forward(ctx, *args)
+            if anyone_listening[0]:  # a tool watches (core/hooks.py): tell it which Function
+                out = hooks.run_function(cls.__name__, "forward", cls.forward, ctx, *args)
+            else:
+                out = cls.forward(ctx, *args)
         finally:
             _grad_mode.enabled = mode
         if not is_tensor(out):
@@ -135,7 +140,10 @@ class Function:
         """Pair each input that requires grad with its gradient, shaped like the input."""
         ctx.check_alive()
         with no_grad():
-            grads = cls.backward(ctx, grad)
+            if anyone_listening[0]:
+                grads = hooks.run_function(cls.__name__, "backward", cls.backward, ctx, grad)
+            else:
+                grads = cls.backward(ctx, grad)
             if not isinstance(grads, tuple):
                 grads = (grads,)
             if len(grads) != len(inputs):
@@ -184,7 +192,12 @@ def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 
 class Elementwise(Function):
-    """f(a) cell by cell; its derivative rule is the binary op `back(a, grad)`."""
+    """f(a) cell by cell for a unary op `op` of the op table; its derivative is `back`.
+
+    One subclass per differentiable unary row of `operators.OP_TABLE` is made below
+    (named like PyTorch's op: its grad_fn reads "ExpBackward"): adding an op needs no
+    edit here. Tensor methods call them through `elementwise(op, a)`.
+    """
 
     fresh_grads = True
 
@@ -203,59 +216,34 @@ class Elementwise(Function):
     # BEGIN TASK 2.4
     @classmethod
     def backward(cls, ctx: FunctionCtx, grad: Tensor) -> Tensor:  # type: ignore[override]
-        """Grad * f'(a), computed by one zip."""
+        """Return grad * f'(a), computed by one zip."""
         (a,) = ctx.saved_tensors
         return a._zip(cls.back, grad)
 
     # END TASK 2.4
 
 
-class Exp(Elementwise):
-    """e^a."""
-
-    op, back = ops.EXP, ops.EXP_BACK
-
-
-class Log(Elementwise):
-    """ln a."""
-
-    op, back = ops.LOG, ops.LOG_BACK
+def _elementwise_function(row: ops.OpRow) -> type[Elementwise]:
+    """The Elementwise Function of one differentiable unary row, named `row.title`."""
+    doc = f"{row.name}(a) cell by cell; its gradient is {row.back}(a, grad)."
+    attributes = {"op": row.code, "back": ops.CODES[str(row.back)], "__doc__": doc}
+    function = type(row.title, (Elementwise,), attributes)
+    function.__module__ = __name__
+    return function
 
 
-class Sigmoid(Elementwise):
-    """1 / (1 + e^-a)."""
-
-    op, back = ops.SIGMOID, ops.SIGMOID_BACK
-
-
-class ReLU(Elementwise):
-    """max(a, 0)."""
-
-    op, back = ops.RELU, ops.RELU_BACK
+# Unary op code -> its autograd Function: one per row of the table that has a derivative.
+ELEMENTWISE: dict[int, type[Elementwise]] = {
+    code: _elementwise_function(ops.OP_TABLE[code]) for code in ops.DERIVATIVES
+}
 
 
-class Tanh(Elementwise):
-    """tanh a."""
-
-    op, back = ops.TANH, ops.TANH_BACK
-
-
-class Sqrt(Elementwise):
-    """sqrt a."""
-
-    op, back = ops.SQRT, ops.SQRT_BACK
-
-
-class Abs(Elementwise):
-    """|a|."""
-
-    op, back = ops.ABS, ops.ABS_BACK
-
-
-class Reciprocal(Elementwise):
-    """1 / a."""
-
-    op, back = ops.INV, ops.INV_BACK
+def elementwise(op: int, a: Tensor) -> Tensor:
+    """Apply the differentiable unary op `op` to every cell of `a`, recorded for autograd."""
+    function = ELEMENTWISE.get(op)
+    if function is None:
+        raise ValueError(f"op code {op!r} is not a differentiable unary op of OP_TABLE")
+    return function.apply(a)
 
 
 class Neg(Function):
@@ -288,7 +276,7 @@ class Add(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
-        """A + b."""
+        """Return a + b."""
         return a._zip(ops.ADD, b)
 
     # END TASK 2.3
@@ -310,7 +298,7 @@ class Sub(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
-        """A - b."""
+        """Return a - b."""
         return a._zip(ops.SUB, b)
 
     # END TASK 2.3
@@ -332,7 +320,7 @@ class Mul(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
-        """A * b; saves each operand only if the other one needs its gradient."""
+        """Return a * b; save each operand only if the other one needs its gradient."""
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
         return a._zip(ops.MUL, b)
@@ -342,7 +330,7 @@ class Mul(Function):
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        """Grad * b, grad * a."""
+        """Return grad * b and grad * a."""
         a, b = ctx.saved_tensors
         return (
             grad._zip(ops.MUL, b) if b is not None else None,
@@ -360,7 +348,7 @@ class Div(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
-        """A / b; saves a only if b needs its gradient."""
+        """Return a / b; save a only if b needs its gradient."""
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         return a._zip(ops.DIV, b)
 
@@ -369,7 +357,7 @@ class Div(Function):
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        """Grad / b, -grad * a / b^2."""
+        """Return grad / b and -grad * a / b^2."""
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
         grad_a = grad._zip(ops.DIV, b) if need_a else None
@@ -387,7 +375,7 @@ class Pow(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, p: float) -> Tensor:
-        """A ** p."""
+        """Return a ** p."""
         ctx.save_for_backward(a)
         ctx.p = p
         return a._zip(ops.POW, a._scalar_like(p))
@@ -397,7 +385,7 @@ class Pow(Function):
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
-        """Grad * p * a^(p - 1) (0 when p is 0)."""
+        """Return grad * p * a^(p - 1) (0 when p is 0)."""
         (a,) = ctx.saved_tensors
         p = ctx.p
         if p == 0:
@@ -415,7 +403,7 @@ class MatMul(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
-        """A @ b; saves each operand only if the other one needs its gradient."""
+        """Return a @ b; save each operand only if the other one needs its gradient."""
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
         ctx.dims = (a.dim(), b.dim())
@@ -426,7 +414,7 @@ class MatMul(Function):
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        """Grad @ b^T and a^T @ grad, on the operands promoted to at least 2-D."""
+        """Return grad @ b^T and a^T @ grad, on the operands promoted to at least 2-D."""
         a, b = ctx.saved_tensors
         a_dim, b_dim = ctx.dims
         if a_dim == 1 and b_dim == 1:
@@ -666,6 +654,8 @@ class Sum(Function):
         """Grad broadcast back over the summed dims."""
         return grad.reshape(ctx.kept).expand(*ctx.shape), None, None
 
+    # END TASK 2.4
+
 
 class MaxAlong(Function):
     """The values of `a` at `indices` along `dim` (the max), with PyTorch's keepdim."""
@@ -691,6 +681,8 @@ class MaxAlong(Function):
         grad = grad.reshape(indices.shape)
         return grad * a._one_hot_along(ctx.dim, indices), None, None, None
 
+    # END TASK 2.4
+
 
 class MaxAll(Function):
     """The largest value of `a` (0-dim); ties share the gradient evenly, as in PyTorch."""
@@ -714,3 +706,5 @@ class MaxAll(Function):
         a, out = ctx.saved_tensors
         mask = a._zip(ops.EQ, out)
         return mask * (grad / mask.sum())
+
+    # END TASK 2.4

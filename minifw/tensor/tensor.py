@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from minifw.backends import default_backend, get_backend
-from minifw.core import dtypes
+from minifw.core import dtypes, hooks
 from minifw.core import operators as ops
 from minifw.core.autodiff import History, backpropagate, is_grad_enabled, no_grad
+from minifw.core.hooks import anyone_listening
 from minifw.core.tensor_data import (
     TensorData,
     index_view,
@@ -33,20 +34,16 @@ from minifw.tensor.autograd import (
     Gradient,
     Node,
     RemovableHook,
-    _grad_hook,
     owned_gradients,
     recorded_inputs,
 )
 from minifw.tensor.functions import (
-    Abs,
     Add,
     Cast,
     Copy,
     Div,
-    Exp,
     Expand,
     Index,
-    Log,
     MatMul,
     MaxAll,
     MaxAlong,
@@ -54,15 +51,11 @@ from minifw.tensor.functions import (
     Neg,
     Permute,
     Pow,
-    Reciprocal,
-    ReLU,
-    Sigmoid,
-    Sqrt,
     Sub,
     Sum,
-    Tanh,
     View,
     Where,
+    elementwise,
     is_tensor,
 )
 from minifw.tensor.repr import add_suffixes, format_values
@@ -113,7 +106,8 @@ class Tensor:
     ) -> None:
         self._data = data
         self.backend = backend
-        self.dtype = dtypes.from_numpy_dtype(data.base.dtype)
+        storage_dtype = data.base.dtype
+        self.dtype = dtypes.BY_NUMPY.get(storage_dtype) or dtypes.from_numpy_dtype(storage_dtype)
         self.history = None
         self.grad = None
         self._requires_grad = False
@@ -302,7 +296,10 @@ class Tensor:
                 f"Mismatch in shape: grad_output[0] has a shape of {gradient.shape} and "
                 f"output[0] has a shape of {self.shape}."
             )
-        backpropagate(self, gradient, retain_graph=retain_graph)
+        if anyone_listening[0]:  # a tool watches (core/hooks.py): tell it a backward runs
+            hooks.run_backward(backpropagate, self, gradient, retain_graph)
+        else:
+            backpropagate(self, gradient, retain_graph)
 
     # The Variable protocol of autodiff
     @property
@@ -338,8 +335,8 @@ class Tensor:
         grad = x.tensor if isinstance(x, Gradient) else x
         added = self.grad is not None
         self._accumulate(self._run_hooks(grad), owned)
-        if _grad_hook[0] is not None:
-            _grad_hook[0](self, added)
+        if anyone_listening[0]:
+            hooks.leaf_grad(self, added)
 
     def _accumulate(self, x: Tensor, owned: bool = False) -> None:
         """Add `x` to `.grad`; a first gradient is copied unless `owned` (see `Gradient`)."""
@@ -466,35 +463,35 @@ class Tensor:
     # Elementwise functions
     def exp(self) -> Tensor:
         """e^x cell by cell."""
-        return Exp.apply(self._floating())
+        return elementwise(ops.EXP, self._floating())
 
     def log(self) -> Tensor:
         """Natural log cell by cell (-inf at 0, nan below)."""
-        return Log.apply(self._floating())
+        return elementwise(ops.LOG, self._floating())
 
     def sigmoid(self) -> Tensor:
         """1 / (1 + e^-x) cell by cell."""
-        return Sigmoid.apply(self._floating())
+        return elementwise(ops.SIGMOID, self._floating())
 
     def relu(self) -> Tensor:
         """max(x, 0) cell by cell."""
-        return ReLU.apply(self)
+        return elementwise(ops.RELU, self)
 
     def tanh(self) -> Tensor:
         """Tanh x cell by cell."""
-        return Tanh.apply(self._floating())
+        return elementwise(ops.TANH, self._floating())
 
     def sqrt(self) -> Tensor:
         """Square root cell by cell (nan below 0)."""
-        return Sqrt.apply(self._floating())
+        return elementwise(ops.SQRT, self._floating())
 
     def abs(self) -> Tensor:
         """|x| cell by cell."""
-        return Abs.apply(self)
+        return elementwise(ops.ABS, self)
 
     def reciprocal(self) -> Tensor:
         """1 / x cell by cell."""
-        return Reciprocal.apply(self._floating())
+        return elementwise(ops.INV, self._floating())
 
     # ---- Shape and indexing: views first, copies only when needed ------------------------
 
@@ -637,8 +634,8 @@ class Tensor:
         """
         var = self.var(dim, keepdim, unbiased)
         positive = var > 0
-        root = where(positive, var, 1.0).sqrt()
-        return where(positive, root, var)
+        root = Where.apply(positive, var, var._scalar_like(1.0)).sqrt()
+        return Where.apply(positive, root, var)
 
     def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
         """The largest value; with `dim`, a (values, indices) pair like PyTorch's."""
@@ -882,6 +879,8 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
             )
+        if anyone_listening[0]:  # CPU reads launch nothing: tell the tools (mf.compile)
+            hooks.host_read(f"numpy() of a tensor of shape {self.shape}")
         if self.device != "cpu":
             return self.backend.to_numpy(self._data)
         return host_view(self._data)
@@ -1043,6 +1042,8 @@ class Tensor:
 
     def _pair(self, other: Any) -> tuple[Tensor, Tensor]:
         b = self._operand(other)
+        if b.dtype is self.dtype:  # the common case: nothing to promote
+            return self, b
         dtype = dtypes.promote(self.dtype, b.dtype)
         return self.to(dtype), b.to(dtype)
 
@@ -1191,12 +1192,6 @@ def reduce_dims(dim: Any, ndim: int) -> tuple[int, ...]:
     if len(dims) != len(given):
         raise RuntimeError(f"dim {given} appears multiple times in the list of dims")
     return dims if ndim else ()
-
-
-def where(mask: Tensor, a: Tensor, b: float | Tensor) -> Tensor:
-    """Pick a where mask is nonzero, else b (a number or a tensor of a's dtype)."""
-    other = a._operand(b).to(a.dtype)
-    return Where.apply(mask, a, other)
 
 
 def _int_dim(dim: Any, name: str) -> int:

@@ -30,23 +30,24 @@ exact, so they can be checked by hand:
   checks and allocation, the per-op overhead that fusion removes. The profiler's
   own bookkeeping is measured and left out of both.
 
-Profiling is per thread: launches of other threads are not recorded (they run
-at full speed). When no profile is active anywhere, a launch costs one check.
+Each event names the autograd Function that launched it and the pass ("forward"
+or "backward"); the profile hears them, and the launches, through the hooks
+registry (`minifw.core.hooks`), as a `Listener`. Profiling is per thread: launches
+of other threads are not recorded (they run at full speed). When no profile is
+active anywhere, a launch costs one check.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 
-from minifw import _launch_hooks
-from minifw._launch_hooks import Launch
-from minifw.core import operators
+from minifw.core import hooks, operators
+from minifw.core.hooks import Launch, Proceed
 from minifw.core.tensor_data import TensorData
 from minifw.tools.profile_report import (
     SORTS,
@@ -61,7 +62,6 @@ from minifw.tools.profile_report import (
 
 SORT_KEYS = ("time", "python", "total", "calls", "flops", "bytes", "name")
 GROUP_KEYS = ("name", "phase", "function", "backend", "shapes")
-_FRAMES = 40  # how far up the stack to look for the autograd Function of a launch
 
 
 # BEGIN TASK 3.5
@@ -108,37 +108,6 @@ def launch_bytes(launch: Launch) -> tuple[int, int]:
 # END TASK 3.5
 
 
-def _function_of(frame: FrameType | None) -> tuple[str | None, str | None]:
-    """The autograd Function running a launch (from the call stack) and the pass it is in."""
-    function: str | None = None
-    phase: str | None = None
-    for _ in range(_FRAMES):
-        if frame is None:
-            break
-        code = frame.f_code
-        name = code.co_name
-        if name in ("forward", "backward") and "ctx" in code.co_varnames[:2]:
-            if function is None:
-                function = _class_name(frame)
-            if name == "backward":
-                phase = "backward"
-        elif name == "backpropagate":
-            phase = "backward"
-        frame = frame.f_back
-    if phase is None and function is not None:
-        phase = "forward"
-    return function, phase
-
-
-def _class_name(frame: FrameType) -> str:
-    code = frame.f_code
-    if code.co_varnames[:1] == ("cls",):
-        owner = frame.f_locals.get("cls")
-        if isinstance(owner, type):
-            return owner.__name__
-    return code.co_qualname.split(".")[-2] if "." in code.co_qualname else code.co_qualname
-
-
 def _synchronize() -> None:
     from numba import cuda
 
@@ -146,8 +115,12 @@ def _synchronize() -> None:
     wait()
 
 
-class profile:  # noqa: N801 - PyTorch's name (torch.profiler.profile)
-    """Record the kernel launches of this thread while active (a context manager)."""
+class profile(hooks.Listener):  # noqa: N801 - PyTorch's name (torch.profiler.profile)
+    """Record the kernel launches of this thread while active (a context manager).
+
+    It is a `hooks.Listener`: it times each launch, and follows the Functions and the
+    backward passes that run, to name the Function and the pass of each launch.
+    """
 
     def __init__(self) -> None:
         self.events: list[Event] = []
@@ -157,7 +130,8 @@ class profile:  # noqa: N801 - PyTorch's name (torch.profiler.profile)
         self._last_exit = 0.0
         self._overhead = 0.0
         self._thread: int | None = None
-        self._context: list[tuple[str | None, str | None]] = []
+        self._functions: list[tuple[str, str]] = []  # (name, phase) running now, innermost last
+        self._backwards = 0  # backward passes running now
 
     def __enter__(self) -> profile:
         self.start()
@@ -178,17 +152,38 @@ class profile:  # noqa: N801 - PyTorch's name (torch.profiler.profile)
         self._thread = threading.get_ident()
         self._start = self._last_exit = time.perf_counter()
         self._stop = None
-        _launch_hooks.add_listener(self._listen)
+        self._functions, self._backwards = [], 0
+        hooks.add_listener(self)
 
     def stop(self) -> None:
         """Stop recording (the events stay)."""
         if self._thread is None:
             return
-        _launch_hooks.remove_listener(self._listen)
+        hooks.remove_listener(self)
         self._stop = time.perf_counter()
         self._thread = None
 
-    def _listen(self, launch: Launch, proceed: Callable[[Launch], None]) -> None:
+    def on_function(self, name: str, phase: str, entering: bool) -> None:
+        """Follow the Functions running now (the innermost one owns a launch)."""
+        if entering:
+            self._functions.append((name, phase))
+        elif self._functions:
+            self._functions.pop()
+
+    def on_backward(self, entering: bool) -> None:
+        """Follow the backward passes running now."""
+        self._backwards = self._backwards + 1 if entering else max(0, self._backwards - 1)
+
+    def _attribution(self) -> tuple[str | None, str | None]:
+        """The innermost Function running now, and the pass: "backward" inside any backward."""
+        backward = self._backwards > 0
+        if not self._functions:
+            return None, "backward" if backward else None
+        backward = backward or any(phase == "backward" for _, phase in self._functions)
+        return self._functions[-1][0], "backward" if backward else "forward"
+
+    def on_launch(self, launch: Launch, proceed: Proceed) -> None:
+        """Run the launch, timed, and record it as an `Event`."""
         enter = time.perf_counter()
         sync = launch.backend.device == "cuda"
         if sync:
@@ -198,7 +193,7 @@ class profile:  # noqa: N801 - PyTorch's name (torch.profiler.profile)
         if sync:
             _synchronize()
         end = time.perf_counter()
-        function, phase = _launch_hooks.context() or _function_of(sys._getframe(1))
+        function, phase = self._attribution()
         read, written = launch_bytes(launch)
         data = launch.outs[0] if launch.outs else launch.inputs[0]
         event = Event(

@@ -1,6 +1,6 @@
 """CudaOps kernels against SimpleOps and numpy, on a GPU or under Numba's CUDA simulator.
 
-Inputs come from `minifw.testing` (contiguous, permuted, sliced over NaN-filled
+Inputs come from `tests/strategies.py` (contiguous, permuted, sliced over NaN-filled
 buffers, and broadcast layouts). The simulator is slow, so shapes are tiny (<= 3
 dims, sides <= 3) and each property runs a handful of examples. Without a GPU and
 without NUMBA_ENABLE_CUDASIM=1 every test here shows as skipped, with the reason.

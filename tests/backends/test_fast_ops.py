@@ -1,10 +1,13 @@
 """FastOps kernels (tasks 3.1 and 3.2) against SimpleOps and numpy.
 
-The shared backend suite (tests/test_tensor_ops.py) already runs every backend on
-float64 layouts. Here the compiled kernels are compared with the reference kernels
+The shared backend suite (tests/backends/test_tensor_ops.py) already runs every backend
+on float64 layouts. Here the compiled kernels are compared with the reference kernels
 and numpy for float64, float32 and int64, on permuted, sliced and broadcast inputs,
 on shapes big enough to cross task and tile boundaries, and on strided outputs;
-matmul runs on odd sizes, batched and transposed operands. Timing is never asserted.
+matmul runs on odd sizes, batched and transposed operands. Each test runs three
+ways: FastOps' serial kernels, its parallel kernels (the fast paths of
+minifw/fast_paths/ where present) and the readable kernels of fast_ops.py on their
+own (`ReadableFastOps`). Timing is never asserted.
 """
 
 from __future__ import annotations
@@ -42,9 +45,17 @@ class AlwaysParallel(fast_ops.FastOps):
     parallel_from = 0
 
 
-# Each kernel comes twice, parallel and as a serial twin: every test runs both.
-FASTS = [TensorBackend(AlwaysSerial, "fast-serial"), TensorBackend(AlwaysParallel, "fast-par")]
-both = pytest.mark.parametrize("fast", FASTS, ids=["serial", "parallel"])
+# Each fast-path kernel comes twice, parallel and as a serial twin, and the readable
+# kernels (the ones students write) run on their own: every test runs all three.
+FASTS = [
+    TensorBackend(AlwaysSerial, "fast-serial"),
+    TensorBackend(AlwaysParallel, "fast-par"),
+    TensorBackend(fast_ops.ReadableFastOps, "fast-readable"),
+]
+each_kernel = pytest.mark.parametrize("fast", FASTS, ids=["serial", "parallel", "readable"])
+# The fast paths' work split (in a repository without them, sizes of the same order).
+CHUNK = fast_ops.fast_paths.line_loops.CHUNK if fast_ops.fast_paths else 16384
+REDUCE_BLOCK = fast_ops.fast_paths.line_loops.REDUCE_BLOCK if fast_ops.fast_paths else 128
 FLOATS = (np.float64, np.float32)
 TOL = {np.float64: 1e-12, np.float32: 1e-5}
 
@@ -127,7 +138,7 @@ FLOAT_IDS = {"ids": lambda d: np.dtype(d).name}
 
 
 @pytest.mark.task3_1
-@both
+@each_kernel
 @pytest.mark.parametrize("dtype", FLOATS, **FLOAT_IDS)
 @pytest.mark.parametrize("spec", UNARY, ids=lambda s: s.name)
 @given(data=st.data())
@@ -140,7 +151,7 @@ def test_map_float_ops(
 
 
 @pytest.mark.task3_1
-@both
+@each_kernel
 @pytest.mark.parametrize("code", INT_UNARY, ids=lambda c: ops.UNARY_NAMES[c])
 @given(data=st.data())
 def test_map_int64_ops(fast: TensorBackend, code: int, data: st.DataObject) -> None:
@@ -150,7 +161,7 @@ def test_map_int64_ops(fast: TensorBackend, code: int, data: st.DataObject) -> N
 
 
 @pytest.mark.task3_1
-@both
+@each_kernel
 @pytest.mark.parametrize("dtype", (*FLOATS, np.int64), **FLOAT_IDS)
 @given(data=st.data())
 def test_map_writes_into_a_strided_out_view_with_broadcasting(
@@ -169,7 +180,7 @@ def test_map_writes_into_a_strided_out_view_with_broadcasting(
 
 
 @pytest.mark.task3_1
-@both
+@each_kernel
 @pytest.mark.parametrize("dtype", FLOATS, **FLOAT_IDS)
 @pytest.mark.parametrize("spec", BINARY, ids=lambda s: s.name)
 @given(data=st.data())
@@ -185,7 +196,7 @@ def test_zip_float_ops_with_broadcasting(
 
 
 @pytest.mark.task3_1
-@both
+@each_kernel
 @pytest.mark.parametrize("code", INT_BINARY, ids=lambda c: ops.BINARY_NAMES[c])
 @given(data=st.data())
 def test_zip_int64_ops_with_broadcasting(
@@ -205,7 +216,7 @@ def test_zip_int64_ops_with_broadcasting(
 
 
 @pytest.mark.task3_1
-@both
+@each_kernel
 @pytest.mark.parametrize("dtype", FLOATS, **FLOAT_IDS)
 @pytest.mark.parametrize("code", [ops.MAX, ops.MIN, ops.POW, *BACKWARD],
                          ids=lambda c: ops.BINARY_NAMES[c])  # fmt: skip
@@ -222,7 +233,7 @@ def test_zip_other_binary_codes_match_simple(
 
 
 @pytest.mark.task3_1
-@both
+@each_kernel
 @pytest.mark.parametrize("dtype", (*FLOATS, np.int64), **FLOAT_IDS)
 @pytest.mark.parametrize("code", list(REDUCE), ids=lambda c: ops.BINARY_NAMES[c])
 @given(data=st.data())
@@ -235,7 +246,7 @@ def test_reduce_every_dim(fast: TensorBackend, code: int, dtype: Any, data: st.D
 
 
 @pytest.mark.task3_1
-@both
+@each_kernel
 @pytest.mark.parametrize("kind", ["contiguous", "permuted", "sliced"])
 @pytest.mark.parametrize("dtype", (*FLOATS, np.int64), **FLOAT_IDS)
 def test_big_inputs_cross_task_and_block_boundaries(
@@ -246,9 +257,9 @@ def test_big_inputs_cross_task_and_block_boundaries(
     Compared with numpy only: SimpleOps would take seconds on 55 000 cells.
     """
     rng = np.random.default_rng(3)
-    big = (rng.integers(-9, 10, (3, 70, 2 * fast_ops.REDUCE_BLOCK + 5))).astype(dtype)
+    big = (rng.integers(-9, 10, (3, 70, 2 * REDUCE_BLOCK + 5))).astype(dtype)
     row = rng.integers(-9, 10, (1, 70, 1)).astype(dtype)
-    assert big.size > fast_ops.CHUNK
+    assert big.size > CHUNK
     a, r = layout(big, kind), layout(row, kind)
     check(fast.map(ops.NEG, a), None, -big, dtype)
     check(fast.zip(ops.ADD, a, r), None, big + row, dtype)
@@ -259,12 +270,12 @@ def test_big_inputs_cross_task_and_block_boundaries(
 
 
 @pytest.mark.task3_1
-@both
+@each_kernel
 @pytest.mark.parametrize("kind", ["contiguous", "permuted", "sliced"])
 def test_rows_longer_than_a_chunk_are_cut_into_pieces(fast: TensorBackend, kind: str) -> None:
     # 1-D and few-row outputs with a broadcast operand: each row spans several tasks.
     rng = np.random.default_rng(4)
-    long = 2 * fast_ops.CHUNK + 7
+    long = 2 * CHUNK + 7
     for shape, other in (((long,), ()), ((3, long), (long,)), ((2, long), (2, 1))):
         x, y = rng.integers(-9, 10, shape).astype(np.float64), rng.uniform(1, 2, other)
         a = layout(x, kind)
@@ -274,7 +285,7 @@ def test_rows_longer_than_a_chunk_are_cut_into_pieces(fast: TensorBackend, kind:
 
 
 @pytest.mark.task3_1
-@both
+@each_kernel
 @pytest.mark.parametrize(
     ("dtype", "code"),
     [(d, c) for d in (*FLOATS, np.int64) for c in (ops.ADD, ops.SUB, ops.MUL, ops.DIV)
@@ -284,7 +295,7 @@ def test_rows_longer_than_a_chunk_are_cut_into_pieces(fast: TensorBackend, kind:
 def test_zip_into_its_own_first_operand(fast: TensorBackend, dtype: Any, code: int) -> None:
     # `x op= y`: out is a itself, so the kernel's loops that read x from out run.
     rng = np.random.default_rng(code)
-    start = rng.integers(1, 9, (3, fast_ops.CHUNK // 3 + 5)).astype(dtype)
+    start = rng.integers(1, 9, (3, CHUNK // 3 + 5)).astype(dtype)
     for other in (rng.integers(1, 9, start.shape), rng.integers(1, 9, (3, 1)), np.array(3)):
         x, y = fast.from_numpy(start), fast.from_numpy(other.astype(dtype))
         fast.zip(code, x, y, out=x)
@@ -293,7 +304,7 @@ def test_zip_into_its_own_first_operand(fast: TensorBackend, dtype: Any, code: i
 
 
 @pytest.mark.task3_1
-@both
+@each_kernel
 def test_reduce_of_a_long_vector_and_of_an_expanded_input(fast: TensorBackend) -> None:
     values = np.arange(40_000, dtype=np.float64) % 7 - 3
     out = fast.reduce(ops.ADD, fast.from_numpy(values), 0)
@@ -333,7 +344,7 @@ def check_matmul(
 
 
 @pytest.mark.task3_2
-@both
+@each_kernel
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 @pytest.mark.parametrize(("n", "k", "m"), ODD, ids=str)
 def test_matmul_odd_sizes(fast: TensorBackend, n: int, k: int, m: int, dtype: Any) -> None:
@@ -342,7 +353,7 @@ def test_matmul_odd_sizes(fast: TensorBackend, n: int, k: int, m: int, dtype: An
 
 
 @pytest.mark.task3_2
-@both
+@each_kernel
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 @pytest.mark.parametrize(
     ("shape_a", "shape_b"),
@@ -357,7 +368,7 @@ def test_matmul_batched_and_broadcast_batch(
 
 
 @pytest.mark.task3_2
-@both
+@each_kernel
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 @pytest.mark.parametrize("kind_a", ["contiguous", "permuted", "sliced"])
 @pytest.mark.parametrize("kind_b", ["contiguous", "permuted", "sliced"])
@@ -370,7 +381,7 @@ def test_matmul_transposed_and_sliced_operands(
 
 
 @pytest.mark.task3_2
-@both
+@each_kernel
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 def test_matmul_expanded_operands(fast: TensorBackend, dtype: Any) -> None:
     """Stride-0 operands: a row repeated down a (k stride 1) and b repeated along k."""
@@ -382,7 +393,7 @@ def test_matmul_expanded_operands(fast: TensorBackend, dtype: Any) -> None:
 
 
 @pytest.mark.task3_2
-@both
+@each_kernel
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 @given(data=st.data())
 def test_matmul_drawn_layouts_match_simple(
@@ -394,7 +405,7 @@ def test_matmul_drawn_layouts_match_simple(
 
 
 @pytest.mark.task3_2
-@both
+@each_kernel
 def test_matmul_kernel_writes_a_strided_out(fast: TensorBackend) -> None:
     """The kernel honours out's strides: here a transposed view inside a NaN buffer."""
     a, b = _operands((1, 9, 70), (1, 70, 11), np.float64)
@@ -410,6 +421,7 @@ def test_matmul_kernel_writes_a_strided_out(fast: TensorBackend) -> None:
 
 CHILD = """
 import numpy as np
+from numba.core.registry import CPUDispatcher
 from minifw import fast_ops
 from minifw.core import operators
 from minifw.backends import get_backend
@@ -417,9 +429,11 @@ fast = get_backend("fast")
 for n in (6, 2 * fast_ops.PARALLEL_FROM):  # the serial twin, then the parallel kernel
     x = fast.from_numpy(np.arange(float(n)))
     fast.zip(operators.ADD, x, x)
-kernels = (fast_ops._zip_serial, fast_ops._zip)
-print(*(sum(k.stats.cache_hits.values()) for k in kernels),
-      *(sum(k.stats.cache_misses.values()) for k in kernels))
+modules = [fast_ops] + ([fast_ops.fast_paths.line_loops] if fast_ops.fast_paths else [])
+ran = [k for m in modules for k in vars(m).values()
+       if isinstance(k, CPUDispatcher) and k.signatures]
+print(len(ran), sum(sum(k.stats.cache_hits.values()) for k in ran),
+      sum(sum(k.stats.cache_misses.values()) for k in ran))
 """
 
 
@@ -436,6 +450,7 @@ def test_a_second_process_loads_the_kernels_from_the_disk_cache() -> None:
     for _ in range(2):  # the first run fills the cache if no earlier test did
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr
-    hits_serial, hits_parallel, misses_serial, misses_parallel = map(int, done.stdout.split())
-    assert (hits_serial, hits_parallel) == (1, 1), f"second process: cache hits {done.stdout}"
-    assert (misses_serial, misses_parallel) == (0, 0), f"second process: misses {done.stdout}"
+    ran, hits, misses = map(int, done.stdout.split())
+    # The fast paths run a serial twin, then the parallel kernel; the readable kernel is one.
+    assert ran == (2 if fast_ops.fast_paths else 1), f"kernels that ran: {done.stdout}"
+    assert (hits, misses) == (ran, 0), f"second process: (kernels, hits, misses) {done.stdout}"

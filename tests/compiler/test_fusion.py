@@ -1,4 +1,4 @@
-"""Kernel fusion (minifw/_fusion.py): what gets fused, how operands are read, the disk cache."""
+"""Kernel fusion (minifw/compiler/fusion.py): what gets fused, how operands are read, caching."""
 
 from __future__ import annotations
 

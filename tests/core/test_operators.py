@@ -176,7 +176,12 @@ def test_binary_dispatcher_agrees_with_named_function(code: int, name: str) -> N
 
 
 @pytest.mark.task0_1
-def test_dispatchers_return_nan_for_unknown_codes_and_codes_are_distinct() -> None:
+def test_python_dispatch_raises_for_unknown_codes_and_codes_are_distinct() -> None:
+    with pytest.raises(ValueError, match="op code 999 is not a unary op"):
+        operators.unary_function(999)
+    with pytest.raises(ValueError, match="op code 999 is not a binary op"):
+        operators.binary_function(999)
+    # the compiled dispatch cannot raise in a kernel: it gives nan, launchers refuse first
     assert math.isnan(operators.unary(999, 1.0))
     assert math.isnan(operators.binary(999, 1.0, 2.0))
     codes = list(operators.UNARY_NAMES) + list(operators.BINARY_NAMES)

@@ -61,6 +61,30 @@ def test_the_index_links_every_module_and_notes_float_comparisons() -> None:
     assert COMPARISON_NOTE in (ROOT / "docs" / "module2.md").read_text()
 
 
+def test_the_catalog_lists_the_files_each_task_is_fenced_in() -> None:
+    scan = scan_fences(ROOT)
+    for task in TASKS:
+        listed = TASK_INFO[task.id].files
+        missing = [name for name in listed if not (ROOT / name).exists()]
+        assert missing == [], f"task {task.id}: catalog.py lists missing files {missing}"
+        fenced = set(scan.get(task.id, {}))
+        if fenced:
+            assert set(listed) - {"project/"} == fenced, (task.id, listed, sorted(fenced))
+
+
+def test_the_architecture_page_says_where_each_task_lives() -> None:
+    page = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[2]
+        for line in page.splitlines()
+        if line.startswith("| ") and line.split("|")[1].strip() in TASK_INFO
+    }
+    assert sorted(rows) == sorted(TASK_INFO), "docs/ARCHITECTURE.md: one row per task"
+    for task, info in TASK_INFO.items():
+        named = {name.strip(" `") for name in rows[task].split(",")}
+        assert named == set(info.files), f"docs/ARCHITECTURE.md, task {task}: {named}"
+
+
 def test_files_come_from_fences_when_there_are_some() -> None:
     task = TASKS[0]
     assert task_files(task, {}) == list(TASK_INFO[task.id].files)

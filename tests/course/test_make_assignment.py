@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from minifw_course.assignment import AssignmentError, assignment_module, make_assignment
-from minifw_course.fences import FenceError
+from minifw_course.assignment import (
+    LEFT_OUT,
+    AssignmentError,
+    assignment_module,
+    make_assignment,
+)
+from minifw_course.fences import FenceError, scan_fences
 
 pytestmark = pytest.mark.staff
 
@@ -50,7 +58,7 @@ def test_module_1_removes_later_tests_and_writes_readme_docs_and_record(make_min
     assert "`square_back`" in readme and "`minifw/ops.py`" in readme
     assert (out / "docs/module1.md").read_text().startswith("# Module 1: Autodiff")
     assert not (out / "docs/module2.md").exists()
-    assert json.loads((out / "minifw/course/assignment.json").read_text())["module"] == 1
+    assert json.loads((out / "minifw_course/assignment.json").read_text())["module"] == 1
     assert assignment_module(out) == 1
     assert (out / "project/train.py").exists() and (out / "setup.cfg").exists()
 
@@ -107,7 +115,7 @@ def test_tooling_tests_and_caches_are_not_copied(make_mini_repo, tmp_path):
         {
             "tests/course/test_tooling.py": "def test_x():\n    pass\n",
             "minifw/__pycache__/ops.cpython-311.pyc": "junk",
-            "minifw/course/assignment.json": '{"module": 4}',
+            "minifw_course/assignment.json": '{"module": 4}',
         }
     )
     out = tmp_path / "student"
@@ -115,6 +123,46 @@ def test_tooling_tests_and_caches_are_not_copied(make_mini_repo, tmp_path):
     assert not (out / "tests/course").exists()
     assert not (out / "minifw/__pycache__").exists()
     assert assignment_module(out) == 1
+
+
+def test_tooling_is_copied_and_expert_fast_paths_are_left_out(make_mini_repo, tmp_path):
+    repo = make_mini_repo(
+        {
+            "minifw_course/__init__.py": '"""Tooling."""\n',
+            "minifw_course/tasks.py": "COURSE_TASKS = ()\n",
+            "minifw/fast_paths/__init__.py": '"""Expert kernels."""\n',
+            "minifw/fast_paths/matmul.py": "def matmul():\n    pass\n",
+            "tests/fast_paths/test_matmul.py": "def test_x():\n    pass\n",
+            "tests/strategies.py": "SHAPES = ()\n",
+        }
+    )
+    out = tmp_path / "student"
+    make_assignment(repo, out, 3)
+    assert (out / "minifw_course/tasks.py").read_text() == "COURSE_TASKS = ()\n"
+    assert (out / "tests/strategies.py").is_file()
+    assert not (out / "minifw/fast_paths").exists()
+    assert not (out / "tests/fast_paths").exists()
+    assert (out / "minifw/ops.py").is_file()
+
+
+def test_a_fence_in_the_left_out_fast_paths_is_refused(make_mini_repo, tmp_path):
+    fenced = "# BEGIN TASK 3.2\ndef matmul():\n    pass\n# END TASK 3.2\n"
+    repo = make_mini_repo({"minifw/fast_paths/matmul.py": fenced})
+    out = tmp_path / "student"
+    with pytest.raises(AssignmentError, match="minifw/fast_paths/matmul.py fences task 3.2"):
+        make_assignment(repo, out, 3)
+    assert not out.exists()
+
+
+def test_no_task_of_this_repository_is_fenced_in_code_students_never_get():
+    root = Path(__file__).resolve().parents[2]
+    fenced = [
+        (task, name)
+        for task, files in scan_fences(root).items()
+        for name in files
+        if name.startswith(tuple(folder + "/" for folder in LEFT_OUT))
+    ]
+    assert fenced == [], "expert fast paths are never a course task"
 
 
 def test_output_folder_rules(make_mini_repo, tmp_path):
@@ -163,3 +211,17 @@ def test_generated_files_parse(make_mini_repo, tmp_path: Path):
     make_assignment(make_mini_repo(), out, 0)
     parsed = [ast.parse(p.read_text()) for p in out.rglob("*.py")]
     assert len(parsed) >= 6
+
+
+@pytest.mark.parametrize("command", ["minifw.course", "minifw_course"])
+def test_both_module_commands_run_the_tooling(command: str, tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", command, "make-assignment", "--help"],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--module MODULE" in done.stdout and "python -m minifw.course" in done.stdout

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from minifw_course.assignment import make_assignment
+from minifw_course.assignment import LEFT_OUT, make_assignment
 from minifw_course.fences import scan_fences
 from minifw_course.grade import grade, parse_tasks
 from minifw_course.markers import PytestRun, check_markers, collect, run_pytest
@@ -66,9 +66,12 @@ def test_generated_assignment_of_this_repository(module: int, tmp_path: Path) ->
     }
     stubbed = {(name, stub.qualname) for name, stubs in report.stubs.items() for stub in stubs}
     assert stubbed == expected
+    assert (out / "minifw_course/tasks.py").is_file() and (out / "tests/strategies.py").is_file()
+    for folder in LEFT_OUT:  # expert kernels: the student repository runs the readable ones
+        assert not (out / folder).exists(), f"{folder} was copied"
     for path in sorted((ROOT / "minifw").rglob("*.py")):
         name = path.relative_to(ROOT).as_posix()
-        if "__pycache__" in name or name in report.stubs:
+        if "__pycache__" in name or name in report.stubs or name.startswith(LEFT_OUT):
             continue
         expected_text = path.read_text("utf-8")
         if name == "minifw/backends.py" and module < 3:  # FastOps is a stub until module 3

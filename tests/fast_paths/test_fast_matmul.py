@@ -1,7 +1,7 @@
-"""The matmul kernels of minifw/fast_matmul.py, each called directly, against numpy.
+"""The matmul kernels of minifw/fast_paths/matmul.py, each called directly, against numpy.
 
-tests/test_fast_ops.py checks `FastOps.matmul` end to end (which kernel runs depends on
-sizes and layouts); here each kernel (and the tiled one's serial twin) gets the same drawn
+tests/backends/test_fast_ops.py checks `FastOps.matmul` end to end (which kernel runs depends
+on sizes and layouts); here each kernel (and the tiled one's serial twin) gets the same drawn
 operands: broadcast batches, transposed a, k from 0 up, and an out that is a strided
 window of a bigger array. Timing is never asserted.
 """
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from minifw.fast_paths import matmul as fm
 
-pytestmark = pytest.mark.task3_2
+pytestmark = pytest.mark.extra  # expert code: never a course task
 
 DTYPES = [np.float64, np.float32, np.int64]
 

@@ -87,7 +87,7 @@ def test_grad_fn_names_and_next_functions() -> None:
     names = {
         "AddBackward": a + 1, "SubBackward": a - b, "DivBackward": a / b, "NegBackward": -a,
         "PowBackward": a**2, "ExpBackward": a.exp(), "LogBackward": a.log(),
-        "SigmoidBackward": a.sigmoid(), "ReLUBackward": a.relu(), "TanhBackward": a.tanh(),
+        "SigmoidBackward": a.sigmoid(), "ReluBackward": a.relu(), "TanhBackward": a.tanh(),
         "SqrtBackward": a.sqrt(), "AbsBackward": a.abs(), "MatMulBackward": a @ b,
         "MaxBackward": a.max(), "ViewBackward": a.view(2, 1), "PermuteBackward": a[None].T,
         "IndexBackward": a[0], "ExpandBackward": a.expand(2, 2), "CatBackward": mf.cat([a, a]),

@@ -1,0 +1,1 @@
+"""`python -m minifw.course`: the course tooling's command, which lives in `minifw_course`."""

@@ -1,0 +1,402 @@
+"""FastOps' map, zip and reduce as generated SIMD line loops (an expert fast path).
+
+`FastOps` calls `run_map`, `run_zip` and `run_reduce` here when `minifw/fast_paths/`
+is present; the readable kernels of `fast_ops.py` compute the same cells. The work
+is cut into lines (a row of the last dim, or a dense run of cells): index math runs
+once per line, and each line runs in a loop that `_op_by_op` generates with the op
+code written in as a constant, so LLVM inlines the scalar function and runs the
+loop in SIMD lanes. `GENERATED_SOURCE` holds that source (`python -m
+minifw.fast_paths` prints it). Each kernel also has a serial twin (same code,
+`parallel` off) for small inputs, where waking the thread pool would cost more than
+the work; the caller picks one with `parallel`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import prange
+
+from minifw._jit import compile_functions, njit, serial_twin
+from minifw.core import operators, tensor_data
+from minifw.core.operators import ADD, MAX
+from minifw.core.tensor_data import Index
+from minifw.fast_paths import simd_math as _simd_math
+from minifw.tensor_ops import Storage
+
+_fns = compile_functions(
+    [operators, tensor_data],
+    operators.KERNEL_FUNCTIONS + tensor_data.KERNEL_FUNCTIONS,
+    lambda fn: njit(fn, inline="always"),
+    replacements={"exp": _simd_math.exp},  # the same e^x, in SIMD lanes (see simd_math)
+)
+binary = _fns.binary
+to_index = _fns.to_index
+index_to_position = _fns.index_to_position
+broadcast_index = _fns.broadcast_index
+
+# Work split. A map/zip task covers about CHUNK cells (whole rows of the last dim);
+# a reduction over a dim other than the last handles REDUCE_BLOCK output columns per task.
+CHUNK = 16384
+REDUCE_BLOCK = 128
+# `reassoc` lets reductions run in SIMD lanes and `contract` fuses multiply-adds: both
+# only change the rounding of sums. No nnan/ninf.
+SUM_MATH = {"reassoc", "contract"}
+
+
+@njit(inline="always")
+def _is_row_major(shape: Any, strides: Any) -> bool:
+    """True when `strides` are the row-major strides of `shape` (size-1 dims ignored)."""
+    expected = 1
+    for d in range(len(shape) - 1, -1, -1):
+        if shape[d] != 1 and strides[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+@njit(inline="always")
+def _same_dense(out_shape: Any, out_strides: Any, shape: Any, strides: Any) -> bool:
+    """True when an operand has out's shape and both are row-major (no index math needed)."""
+    if len(shape) != len(out_shape):
+        return False
+    for d in range(len(shape)):
+        if shape[d] != out_shape[d]:
+            return False
+    return _is_row_major(out_shape, out_strides) and _is_row_major(shape, strides)
+
+
+@njit(inline="always")
+def _numel(shape: Any) -> int:
+    """The number of cells of `shape`."""
+    n = 1
+    for d in range(len(shape)):
+        n *= shape[d]
+    return n
+
+
+@njit(inline="always")
+def _last_step(out_shape: Any, shape: Any, strides: Any) -> int:
+    """The step in storage of an operand along out's last dim (0 where it broadcasts)."""
+    if len(shape) == 0 or len(out_shape) == 0 or shape[len(shape) - 1] == 1:
+        return 0
+    return int(strides[len(strides) - 1])
+
+
+@njit(inline="always")
+def _row_tasks(rows: int, last: int) -> tuple[int, int, int, int]:
+    """(tasks, rows per task, pieces per row, piece width) for about CHUNK cells a task.
+
+    Short rows are grouped, whole, into a task; a row longer than CHUNK (a 1-D tensor
+    times a scalar) is cut into pieces, so that it too runs on every thread.
+    """
+    pieces = max(1, (last + CHUNK - 1) // CHUNK)
+    per_task = max(1, CHUNK // max(last, 1))
+    return (rows + per_task - 1) // per_task * pieces, per_task, pieces, -(-last // pieces)
+
+
+GENERATED_SOURCE: dict[str, str] = {}
+
+
+def _op_by_op(name: str, codes: dict[int, str], cell: str, in_place: Any = ()) -> Any:
+    """A compiled `name(op, out, o, o_step, a, p, a_step, b, q, b_step, n)` for a line.
+
+    It sets out[o + j * o_step] = `cell` with x = a[p + j * a_step], y = b[q + j * b_step]
+    for j < n: one line of cells (a row of the last dim, or a dense run with steps 1).
+    `cell` is one cell's expression in `{op}`, `x` and `y`. The function holds a loop
+    per code in `codes` (op code -> name) with the code written in as a constant: the
+    compiler sees which scalar function the loop applies, inlines it and (when the steps
+    are 1 at run time) runs the loop in SIMD lanes, which a loop testing `op` cell by
+    cell cannot do. Other codes get that generic loop. The source is generated, so a new
+    op needs no edit here; all the loops compile as one function (`GENERATED_SOURCE[name]`
+    holds the source, `python -m minifw.fast_paths` prints it).
+    Positions are never negative: unsigned indices spare Numba's wraparound check.
+    Codes in `in_place` also get loops for an `a` that is out's own line (`x += y`):
+    they read x from out, since two arrays over the same cells fail the compiler's
+    run-time overlap test and would keep the loop out of SIMD lanes.
+    """
+    index = {
+        "x": "a[np.uint64(p + j * a_step)]",
+        "y": "b[np.uint64(q + j * b_step)]",
+    }
+    own_x = "out[np.uint64(o + j * o_step)]"
+    store = "for j in range(n): out[np.uint64(o + j * o_step)] = "
+    lines = [f"def {name}(op, out, o, o_step, a, p, a_step, b, q, b_step, n):"]
+    if in_place:
+        lines.append("    same = p == o and a_step == o_step and a.ctypes.data == out.ctypes.data")
+    for code in codes:
+        lines.append(f"    if op == {code}:  # {codes[code]}")
+        if "{y}" in cell:  # b broadcast along the line (x * 2, x - row_max): y read once
+            lines += ["        if b_step == 0:", "            y = b[q]"]
+            if code in in_place:
+                lines += ["            if same:"]
+                lines += [f"                {store}{cell.format(op=code, x=own_x, y='y')}"]
+                lines += ["                return"]
+            lines += [f"            {store}{cell.format(op=code, x=index['x'], y='y')}"]
+            lines += ["            return"]
+        if code in in_place:
+            own = cell.format(op=code, x=own_x, y=index["y"])
+            lines += ["        if same:", f"            {store}{own}", "            return"]
+        lines += [f"        {store}{cell.format(op=code, **index)}", "        return"]
+    lines.append(f"    {store}{cell.format(op='op', **index)}")
+    GENERATED_SOURCE[name] = source = "\n".join(lines)
+    namespace = {"unary": _called.unary, "binary": _called.binary, "np": np}
+    exec(compile(source, f"<minifw.fast_paths.line_loops.{name}>", "exec"), namespace)
+    return njit(namespace[name])
+
+
+# Called, not inlined by Numba: LLVM inlines them into each loop of `_op_by_op` once it
+# knows the op code, which is far cheaper to compile than inlining all ops everywhere.
+_called = compile_functions(
+    [operators], operators.KERNEL_FUNCTIONS, njit, replacements={"exp": _simd_math.exp}
+)
+_map_line = _op_by_op("map_line", operators.UNARY_NAMES, "unary({op}, {x})")
+_zip_line = _op_by_op(
+    "zip_line", operators.BINARY_NAMES, "binary({op}, {x}, {y})",
+    in_place=(operators.ADD, operators.SUB, operators.MUL, operators.DIV),  # +=, -=, *=, /=
+)  # fmt: skip
+
+
+@njit(parallel=True, cache=True)
+def _map(
+    op: int, out: Any, out_shape: Any, out_strides: Any, a: Any, a_shape: Any, a_strides: Any
+) -> None:
+    """out[i] = unary(op, a[broadcast(i)]) for every cell i of out.
+
+    Loop::
+
+        if out and a are row-major with the same shape:
+            for chunk in prange(size / CHUNK):       # one loop per op (`_op_by_op`)
+                for i in chunk: out[i] = unary(op, a[i])
+        else:
+            for task in prange(tasks):     # whole rows of the last dim, or a piece of one
+                (index buffers for this task)
+                for row in task: o, p = start of row (or piece) in out, in a
+                    for j in range(last): out[o + j*o_step] = unary(op, a[p + j*a_step])
+
+    Invariants: main loop parallel; index buffers thread-local (allocated per task);
+    no allocation or call in the inner loop; each out cell written once.
+    """
+    size = _numel(out_shape)
+    if _same_dense(out_shape, out_strides, a_shape, a_strides):
+        for task in prange((size + CHUNK - 1) // CHUNK):
+            start = task * CHUNK
+            _map_line(op, out, start, 1, a, start, 1, a, 0, 0, min(CHUNK, size - start))
+        return
+    last = out_shape[len(out_shape) - 1] if len(out_shape) else 1
+    o_step = _last_step(out_shape, out_shape, out_strides)
+    a_step = _last_step(out_shape, a_shape, a_strides)
+    rows = size // last
+    tasks, per_task, pieces, width = _row_tasks(rows, last)
+    for task in prange(tasks):
+        out_index = np.empty(len(out_shape), np.int64)
+        a_index = np.empty(len(a_shape), np.int64)
+        group, j = task // pieces, (task % pieces) * width
+        for row in range(group * per_task, min(rows, (group + 1) * per_task)):
+            to_index(row * last + j, out_shape, out_index)
+            broadcast_index(out_index, out_shape, a_shape, a_index)
+            o = index_to_position(out_index, out_strides)
+            p = index_to_position(a_index, a_strides)
+            _map_line(op, out, o, o_step, a, p, a_step, a, 0, 0, min(width, last - j))
+
+
+@njit(parallel=True, cache=True)
+def _zip(
+    op: int, out: Any, out_shape: Any, out_strides: Any,
+    a: Any, a_shape: Any, a_strides: Any, b: Any, b_shape: Any, b_strides: Any,
+) -> None:  # fmt: skip
+    """out[i] = binary(op, a[broadcast(i)], b[broadcast(i)]) for every cell i of out.
+
+    Loop::
+
+        if out, a and b are row-major with the same shape:
+            for chunk in prange(size / CHUNK):       # one loop per op (`_op_by_op`)
+                for i in chunk: out[i] = binary(op, a[i], b[i])
+        else:
+            for task in prange(tasks):     # whole rows of the last dim, or a piece of one
+                (index buffers for this task)
+                for row in task: o, p, q = start of row (or piece) in out, a, b
+                    for j in range(last):
+                        out[o + j*o_step] = binary(op, a[p + j*a_step], b[q + j*b_step])
+
+    A broadcast operand has step 0 along the last dim, so `x + row_vector` runs
+    without index math per cell. Invariants: main loop parallel; index buffers
+    thread-local; no allocation or call in the inner loop; each out cell written once.
+    """
+    size = _numel(out_shape)
+    if _same_dense(out_shape, out_strides, a_shape, a_strides) and _same_dense(
+        out_shape, out_strides, b_shape, b_strides
+    ):
+        for task in prange((size + CHUNK - 1) // CHUNK):
+            start = task * CHUNK
+            _zip_line(op, out, start, 1, a, start, 1, b, start, 1, min(CHUNK, size - start))
+        return
+    last = out_shape[len(out_shape) - 1] if len(out_shape) else 1
+    o_step = _last_step(out_shape, out_shape, out_strides)
+    a_step = _last_step(out_shape, a_shape, a_strides)
+    b_step = _last_step(out_shape, b_shape, b_strides)
+    rows = size // last
+    tasks, per_task, pieces, width = _row_tasks(rows, last)
+    for task in prange(tasks):
+        out_index = np.empty(len(out_shape), np.int64)
+        a_index = np.empty(len(a_shape), np.int64)
+        b_index = np.empty(len(b_shape), np.int64)
+        group, j = task // pieces, (task % pieces) * width
+        for row in range(group * per_task, min(rows, (group + 1) * per_task)):
+            to_index(row * last + j, out_shape, out_index)
+            broadcast_index(out_index, out_shape, a_shape, a_index)
+            broadcast_index(out_index, out_shape, b_shape, b_index)
+            o = index_to_position(out_index, out_strides)
+            p = index_to_position(a_index, a_strides)
+            q = index_to_position(b_index, b_strides)
+            _zip_line(op, out, o, o_step, a, p, a_step, b, q, b_step, min(width, last - j))
+
+
+@njit(inline="always", fastmath=SUM_MATH)
+def _fold(op: int, acc: Any, a: Any, p: int, step: int, n: int) -> Any:
+    """Return `acc` folded with binary(op) over a[p + k * step] for k < n.
+
+    Sum and max get a loop of their own, where the op is a constant: the compiler drops
+    the dispatch and vectorises sums (`reassoc`). Positions are never negative; an
+    unsigned index spares Numba's wraparound check, which would block vectorising.
+    """
+    if op == ADD:
+        for k in range(n):
+            acc = binary(ADD, acc, a[np.uint64(p + k * step)])
+    elif op == MAX:
+        for k in range(n):
+            acc = binary(MAX, acc, a[np.uint64(p + k * step)])
+    else:
+        for k in range(n):
+            acc = binary(op, acc, a[np.uint64(p + k * step)])
+    return acc
+
+
+@njit(inline="always")
+def _fold_block(op: int, acc: Any, a: Any, q: int, step: int, w: int) -> None:
+    """acc[c] = binary(op, acc[c], a[q + c * step]) for c < w; sum and max specialised."""
+    if op == ADD:
+        for c in range(w):
+            acc[c] = binary(ADD, acc[c], a[np.uint64(q + c * step)])
+    elif op == MAX:
+        for c in range(w):
+            acc[c] = binary(MAX, acc[c], a[np.uint64(q + c * step)])
+    else:
+        for c in range(w):
+            acc[c] = binary(op, acc[c], a[np.uint64(q + c * step)])
+
+
+@njit(parallel=True, cache=True, fastmath=SUM_MATH)
+def _reduce_along(
+    op: int, out: Any, out_shape: Any, out_strides: Any,
+    a: Any, a_shape: Any, a_strides: Any, dim: int,
+) -> None:  # fmt: skip
+    """Fold each out cell's line of `a` along `dim` (used when `dim` is the last dim).
+
+    Loop::
+
+        for task in prange(tasks):                 # a run of CHUNK // n out cells
+            (index buffer for this task)
+            for cell in task:
+                o, p = position of cell in out, in a (index[dim] = 0)
+                out[o] = fold(binary(op), a[p + k * step] for k < n, start=out[o])
+
+    Invariants: main loop parallel; index buffer thread-local; no allocation or
+    call in the inner loop; each out cell written once.
+    """
+    cells = _numel(out_shape)
+    n, step = a_shape[dim], a_strides[dim]
+    per_task = max(1, CHUNK // max(n, 1))
+    for task in prange((cells + per_task - 1) // per_task):
+        index = np.empty(len(out_shape), np.int64)
+        for cell in range(task * per_task, min(cells, (task + 1) * per_task)):
+            to_index(cell, out_shape, index)
+            o = index_to_position(index, out_strides)
+            p = index_to_position(index, a_strides)
+            out[o] = _fold(op, out[o], a, p, step, n)
+
+
+@njit(parallel=True, cache=True)
+def _reduce_across(
+    op: int, out: Any, out_shape: Any, out_strides: Any,
+    a: Any, a_shape: Any, a_strides: Any, dim: int,
+) -> None:  # fmt: skip
+    """Fold `a` along `dim` (not the last dim) a block of last-dim columns at a time.
+
+    Loop::
+
+        for task in prange(rows * blocks):         # rows: out cells with last index 0
+            acc[:w] = out[row, block]               # thread-local buffer
+            for k in range(n):                      # walk dim; the inner loop is contiguous
+                for c in range(w): acc[c] = binary(op, acc[c], a[row, k, block[c]])
+            out[row, block] = acc[:w]
+
+    Invariants: main loop parallel; index and acc buffers thread-local; no allocation
+    or call in the inner loop; each out cell written once.
+    """
+    nd = len(out_shape)
+    last = out_shape[nd - 1]
+    rows, blocks = _numel(out_shape) // last, (last + REDUCE_BLOCK - 1) // REDUCE_BLOCK
+    n, step = a_shape[dim], a_strides[dim]
+    o_step, a_step = out_strides[nd - 1], a_strides[nd - 1]
+    for task in prange(rows * blocks):
+        index = np.empty(nd, np.int64)
+        acc = np.empty(REDUCE_BLOCK, out.dtype)
+        row, c0 = task // blocks, (task % blocks) * REDUCE_BLOCK
+        w = min(REDUCE_BLOCK, last - c0)
+        to_index(row * last + c0, out_shape, index)
+        o = index_to_position(index, out_strides)
+        p = index_to_position(index, a_strides)
+        for c in range(w):
+            acc[c] = out[o + c * o_step]
+        for k in range(n):
+            _fold_block(op, acc, a, p + k * step, a_step, w)
+        for c in range(w):
+            out[o + c * o_step] = acc[c]
+
+
+_map_serial, _zip_serial = serial_twin(_map), serial_twin(_zip)
+_reduce_along_serial, _reduce_across_serial = (
+    serial_twin(_reduce_along),
+    serial_twin(_reduce_across),
+)
+
+
+def run_map(
+    op: int, out: Storage, out_shape: Index, out_strides: Index,
+    a: Storage, a_shape: Index, a_strides: Index, parallel: bool,
+) -> None:  # fmt: skip
+    """out[i] = unary(op, a[i]) for every cell i of out; `a` broadcasts to out."""
+    kernel = _map if parallel else _map_serial
+    kernel(op, out, out_shape, out_strides, a, a_shape, a_strides)
+
+
+def run_zip(
+    op: int, out: Storage, out_shape: Index, out_strides: Index,
+    a: Storage, a_shape: Index, a_strides: Index,
+    b: Storage, b_shape: Index, b_strides: Index, parallel: bool,
+) -> None:  # fmt: skip
+    """out[i] = binary(op, a[i], b[i]); `a` and `b` broadcast to out."""
+    kernel = _zip if parallel else _zip_serial
+    kernel(op, out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
+
+
+def run_reduce(
+    op: int, out: Storage, out_shape: Index, out_strides: Index,
+    a: Storage, a_shape: Index, a_strides: Index, dim: int, parallel: bool,
+) -> None:  # fmt: skip
+    """out[i] = fold of binary(op) along `dim` of a, starting from out's current value.
+
+    The last dim is walked line by line (`_reduce_along`); another dim a block of
+    contiguous columns at a time (`_reduce_across`), streaming through memory.
+    """
+    last = len(a_shape) - 1
+    if dim == last or a_shape[last] == 1:
+        kernel = _reduce_along if parallel else _reduce_along_serial
+    else:
+        kernel = _reduce_across if parallel else _reduce_across_serial
+    kernel(op, out, out_shape, out_strides, a, a_shape, a_strides, dim)
+
+
+__all__ = ["CHUNK", "GENERATED_SOURCE", "REDUCE_BLOCK", "run_map", "run_reduce", "run_zip"]

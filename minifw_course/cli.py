@@ -1,0 +1,90 @@
+"""The course command line: make assignments, grade, check markers, render docs.
+
+Run it as `python -m minifw.course ...` (or `python -m minifw_course ...`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from minifw_course.assignment import AssignmentError, assignment_module, make_assignment
+from minifw_course.docs import write_docs
+from minifw_course.fences import FenceError, scan_fences
+from minifw_course.grade import VISIBILITIES, grade, parse_tasks
+from minifw_course.markers import check_markers, collect
+from minifw_course.tasks import TASKS, tasks_of_module
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = argparse.ArgumentParser(prog="python -m minifw.course", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    make = commands.add_parser("make-assignment", help="write the student repo of a module")
+    make.add_argument("--module", type=int, required=True, help="course module number")
+    make.add_argument("out", type=Path, help="output folder (must be empty or absent)")
+    make.add_argument("--repo", type=Path, default=Path("."), help="reference repository")
+    make.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+
+    grade_cmd = commands.add_parser("grade", help="grade a repository task by task")
+    grade_cmd.add_argument("--tasks", help="comma-separated task ids, e.g. 2.1,2.2")
+    grade_cmd.add_argument("--module", type=int, help="grade every task of this module")
+    grade_cmd.add_argument("--json", type=Path, help="write Gradescope's results.json here")
+    grade_cmd.add_argument("--timeout", type=float, default=600.0, help="seconds per task")
+    grade_cmd.add_argument("--repo", type=Path, default=Path("."), help="repository to grade")
+    grade_cmd.add_argument("--visibility", choices=VISIBILITIES, default="visible")
+    grade_cmd.add_argument("--python", default=sys.executable, help="interpreter for pytest")
+
+    check = commands.add_parser("check-markers", help="check every test's task marker")
+    check.add_argument("--repo", type=Path, default=Path("."))
+    check.add_argument("--timeout", type=float, default=300.0)
+
+    docs = commands.add_parser("docs", help="regenerate docs/README.md and docs/moduleN.md")
+    docs.add_argument("--repo", type=Path, default=Path("."))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "make-assignment":
+            report = make_assignment(args.repo, args.out, args.module, force=args.force)
+            print(report.summary())
+            return 0
+        if args.command == "grade":
+            return _grade(args, parser)
+        if args.command == "check-markers":
+            problems = check_markers(collect(args.repo.resolve(), args.timeout))
+            for problem in problems:
+                print(problem)
+            print(f"{len(problems)} marker problems" if problems else "markers: all good")
+            return 1 if problems else 0
+        for path in write_docs(args.repo, scan_fences(args.repo.resolve())):
+            print(f"wrote {path}")
+        return 0
+    except (AssignmentError, FenceError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    repo = args.repo.resolve()
+    if not repo.is_dir():
+        parser.error(f"--repo {repo} is not a folder")
+    if args.tasks:
+        try:
+            tasks = parse_tasks(args.tasks)
+        except ValueError as error:
+            parser.error(str(error))
+    else:
+        module = args.module if args.module is not None else assignment_module(repo)
+        tasks = list(TASKS) if module is None else tasks_of_module(module)
+        if not tasks:
+            parser.error(f"module {module} has no tasks in the course map")
+    grade(repo, tasks, args.timeout, args.json, args.visibility, args.python)
+    return 0

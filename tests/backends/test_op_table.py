@@ -1,0 +1,183 @@
+"""The op table of operators.py: what is derived from it (task 0.1) and that every backend
+dispatches every one of its rows, refusing codes it does not have (task 2.3)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import minifw as mf
+from minifw.core import operators as ops
+from minifw.core.tensor_data import TensorData
+from minifw.simple_ops import SimpleOps
+from minifw.tensor.functions import ELEMENTWISE, elementwise
+from minifw.tensor_ops import TensorBackend
+from tests import strategies as mt
+
+ROWS = list(ops.OP_TABLE.values())
+UNARY_ROWS = [row for row in ROWS if row.arity == 1]
+BINARY_ROWS = [row for row in ROWS if row.arity == 2]
+# Samples cross the edges of the domains: 0 (log, inv, sqrt, derivatives), negatives.
+XS = np.array([[-2.0, -0.5, 0.0], [0.5, 1.0, 2.5]])
+YS = np.array([[1.5, -1.0, 0.0], [2.0, 0.5, -3.0]])
+UNKNOWN = 999
+
+
+def expected(fn: Callable[..., float], *arrays: np.ndarray) -> np.ndarray:
+    """The row's scalar function cell by cell, on numpy scalars as SimpleOps runs it."""
+    with np.errstate(all="ignore"):
+        rows = zip(*(a.flat for a in arrays), strict=True)
+        cells = [fn(*(np.float64(v) for v in values)) for values in rows]
+    return np.array(cells, dtype=np.float64).reshape(arrays[0].shape)
+
+
+def layouts(backend: TensorBackend, values: np.ndarray) -> list[TensorData]:
+    """`values` contiguous on backend, and the same values read through a transposed view."""
+    contiguous = backend.from_numpy(values.copy())
+    transposed = backend.from_numpy(np.ascontiguousarray(values.T)).permute(1, 0)
+    return [contiguous, transposed]
+
+
+def _name(row: ops.OpRow) -> str:
+    return row.name
+
+
+# ---- Task 0.1: everything derived from the table agrees with it ----
+
+
+@pytest.mark.task0_1
+def test_names_codes_and_constants_are_derived_from_the_rows() -> None:
+    assert {row.code: row.name for row in UNARY_ROWS} == ops.UNARY_NAMES
+    assert {row.code: row.name for row in BINARY_ROWS} == ops.BINARY_NAMES
+    assert len(ops.CODES) == len(ROWS)  # no name is used twice
+    for row in ROWS:
+        assert getattr(ops, row.name.upper()) == row.code, row
+        assert ops.CODES[row.name] == row.code
+        assert (row.code < 100) == (row.arity == 1), row
+    assert ops.ADD == 100 and ops.EXP == 2 and ops.EXP_BACK == 204  # codes kernels rely on
+    assert [row.name for row in ROWS] + ["unary", "binary"] == ops.KERNEL_FUNCTIONS
+    for name in ops.KERNEL_FUNCTIONS:
+        assert callable(getattr(ops, name)), name
+
+
+@pytest.mark.task0_1
+def test_each_derivative_names_a_binary_op_and_only_unary_ops_have_one() -> None:
+    assert set(ops.DERIVATIVES) == {row.code for row in ROWS if row.back is not None}
+    assert {ops.EXP, ops.LOG, ops.TANH, ops.INV} <= set(ops.DERIVATIVES)
+    for code, back in ops.DERIVATIVES.items():
+        assert ops.OP_TABLE[code].arity == 1
+        assert ops.BINARY_NAMES[back] == ops.OP_TABLE[code].back
+    assert ops.DERIVATIVES[ops.EXP] == ops.EXP_BACK
+
+
+@pytest.mark.task0_1
+def test_generated_dispatch_has_one_branch_per_row_and_matches_each_function() -> None:
+    source = ops.dispatch_source()
+    for row in ROWS:
+        call = "x" if row.arity == 1 else "x, y"
+        branch = f"    if op == {row.name.upper()}:\n        return {row.name}({call})\n"
+        assert source.count(branch) == 1, row.name
+    assert len(re.findall(r"if op == ", source)) == len(ROWS)
+    for row in UNARY_ROWS:
+        got = expected(lambda x, code=row.code: ops.unary(code, x), XS)
+        mt.assert_close(got, expected(ops.UNARY_FUNCTIONS[row.code], XS), rtol=0, atol=0)
+    for row in BINARY_ROWS:
+        got = expected(lambda x, y, code=row.code: ops.binary(code, x, y), XS, YS)
+        mt.assert_close(got, expected(ops.BINARY_FUNCTIONS[row.code], XS, YS), rtol=0, atol=0)
+
+
+@pytest.mark.task0_1
+def test_rows_refuse_a_taken_code_or_one_outside_their_range() -> None:
+    size = len(ops.OP_TABLE)
+    with pytest.raises(ValueError, match="code 2 of 'exp2' is taken by 'exp'"):
+        ops.unary_op(ops.EXP, "exp2")
+    with pytest.raises(ValueError, match="code 50 of 'plus' is outside its range"):
+        ops.binary_op(50, "plus")
+    with pytest.raises(ValueError, match="code 150 of 'twice' is outside its range"):
+        ops.unary_op(150, "twice")
+    assert len(ops.OP_TABLE) == size
+
+
+@pytest.mark.task0_1
+def test_python_dispatch_names_the_code_it_does_not_know() -> None:
+    assert ops.unary_function(ops.TANH) is ops.tanh
+    assert ops.binary_function(ops.POW) is ops.pow
+    with pytest.raises(ValueError, match=f"op code {UNKNOWN} is not a unary op"):
+        ops.unary_function(UNKNOWN)
+    with pytest.raises(ValueError, match="op code 100 is not a unary op .*binary op 'add'"):
+        ops.unary_function(ops.ADD)
+    with pytest.raises(ValueError, match="op code 2 is not a binary op .*unary op 'exp'"):
+        ops.binary_function(ops.EXP)
+
+
+# ---- Task 2.3: every backend dispatches every row, and refuses unknown codes ----
+
+
+@pytest.mark.task2_3
+@pytest.mark.parametrize("row", UNARY_ROWS, ids=_name)
+def test_every_unary_row_runs_through_map(backend: TensorBackend, row: ops.OpRow) -> None:
+    want = expected(ops.UNARY_FUNCTIONS[row.code], XS)
+    assert not np.isnan(want).all(), "samples must show a missing branch (nan)"
+    for data in layouts(backend, XS):
+        got = backend.to_numpy(backend.map(row.code, data))
+        mt.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.task2_3
+@pytest.mark.parametrize("row", BINARY_ROWS, ids=_name)
+def test_every_binary_row_runs_through_zip(backend: TensorBackend, row: ops.OpRow) -> None:
+    want = expected(ops.BINARY_FUNCTIONS[row.code], XS, YS)
+    assert not np.isnan(want).all(), "samples must show a missing branch (nan)"
+    for a, b in zip(layouts(backend, XS), layouts(backend, YS), strict=True):
+        got = backend.to_numpy(backend.zip(row.code, a, b))
+        mt.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.task2_3
+def test_launcher_refuses_a_code_that_is_not_of_its_kind(backend: TensorBackend) -> None:
+    a = backend.from_numpy(XS.copy())
+    with pytest.raises(ValueError, match=f"map: op code {UNKNOWN} is not a unary op"):
+        backend.map(UNKNOWN, a)
+    with pytest.raises(ValueError, match="map: op code 100 is not a unary op"):
+        backend.map(ops.ADD, a)
+    with pytest.raises(ValueError, match=f"zip: op code {UNKNOWN} is not a binary op"):
+        backend.zip(UNKNOWN, a, a)
+    with pytest.raises(ValueError, match="zip: op code 2 is not a binary op"):
+        backend.zip(ops.EXP, a, a)
+    with pytest.raises(ValueError, match=f"op {UNKNOWN} is not a reduction"):
+        backend.reduce(UNKNOWN, a, 0)
+
+
+@pytest.mark.task2_3
+def test_simple_kernels_raise_for_an_unknown_code_instead_of_writing_nan() -> None:
+    a = mf.get_backend("simple").from_numpy(XS.copy())
+    out = np.zeros(a.size)
+    raw = (out, a.shape, a.strides)
+    with pytest.raises(ValueError, match=f"op code {UNKNOWN} is not a unary op"):
+        SimpleOps.map(UNKNOWN, *raw, *a.tuple())
+    with pytest.raises(ValueError, match=f"op code {UNKNOWN} is not a binary op"):
+        SimpleOps.zip(UNKNOWN, *raw, *a.tuple(), *a.tuple())
+    folded = np.zeros(3)
+    with pytest.raises(ValueError, match=f"op code {UNKNOWN} is not a binary op"):
+        SimpleOps.reduce(UNKNOWN, folded, (1, 3), (3, 1), *a.tuple(), 0)
+    assert not out.any() and not folded.any()  # nothing written
+
+
+@pytest.mark.task2_3
+def test_each_differentiable_row_has_its_function_named_like_pytorch() -> None:
+    assert set(ELEMENTWISE) == set(ops.DERIVATIVES)
+    x = mf.tensor([0.5, 2.0], requires_grad=True, backend=mf.get_backend("simple"))
+    for code, function in ELEMENTWISE.items():
+        row = ops.OP_TABLE[code]
+        assert function.op == code and function.back == ops.DERIVATIVES[code]
+        y = elementwise(code, x)
+        assert y.grad_fn is not None and y.grad_fn.name() == f"{row.title}Backward"
+        values = [ops.UNARY_FUNCTIONS[code](v) for v in (0.5, 2.0)]
+        mt.assert_close(y, np.array(values), rtol=1e-15, atol=0)
+    assert x.exp().grad_fn.name() == "ExpBackward"  # type: ignore[union-attr]
+    assert x.reciprocal().grad_fn.name() == "ReciprocalBackward"  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="op code 1 is not a differentiable unary op"):
+        elementwise(ops.NEG, x)
