@@ -14,6 +14,7 @@ it follows `module.to(...)`) or plain tensors that require grad.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -105,6 +106,12 @@ class Optimizer:
         params: parameters (or tensors), or dicts with "params" and overrides of `defaults`.
         defaults: the hyperparameters every group gets unless it sets its own.
     """
+
+    # The per-parameter state a subclass keeps: tensors of the parameter's shape (those in
+    # _state_optional may be None), and step counts.
+    _state_tensors: tuple[str, ...] = ()
+    _state_optional: tuple[str, ...] = ()
+    _state_counts: tuple[str, ...] = ()
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = dict(defaults)
@@ -222,8 +229,26 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore hyperparameters and per-parameter state saved by `state_dict`."""
+        """Restore hyperparameters and per-parameter state saved by `state_dict`.
+
+        The state is checked against the parameters first (ValueError: group sizes, state
+        tensors of another shape or of a non-float dtype, bad step counts); a refused load
+        leaves the optimizer as it was. Float state of another dtype is cast, as in PyTorch.
+        """
         saved_groups = state_dict["param_groups"]
+        by_index = self._match_groups(saved_groups)
+        state: dict[ParamLike, dict[str, Any]] = {}
+        for key, saved_state in state_dict["state"].items():
+            if int(key) not in by_index:
+                raise ValueError(f"loaded state dict has state for unknown parameter {key}")
+            p = by_index[int(key)]
+            state[p] = self._checked_state(int(key), saved_state, _tensor(p))
+        self.state = state
+        for group, saved in zip(self.param_groups, saved_groups, strict=True):
+            group.update({k: v for k, v in saved.items() if k != "params"})
+
+    def _match_groups(self, saved_groups: list[dict[str, Any]]) -> dict[int, ParamLike]:
+        """Each saved parameter index paired with this optimizer's parameter."""
         if len(saved_groups) != len(self.param_groups):
             raise ValueError(
                 f"loaded state dict has a different number of parameter groups "
@@ -238,14 +263,21 @@ class Optimizer:
                     f"{len(group['params'])}"
                 )
             by_index.update(zip((int(k) for k in saved["params"]), group["params"], strict=True))
-        self.state = {}
-        for key, saved_state in state_dict["state"].items():
-            if int(key) not in by_index:
-                raise ValueError(f"loaded state dict has state for unknown parameter {key}")
-            p = by_index[int(key)]
-            self.state[p] = {k: self._cast(v, _tensor(p)) for k, v in saved_state.items()}
-        for group, saved in zip(self.param_groups, saved_groups, strict=True):
-            group.update({k: v for k, v in saved.items() if k != "params"})
+        return by_index
+
+    def _checked_state(self, index: int, saved: dict[str, Any], param: Tensor) -> dict[str, Any]:
+        """The saved state of parameter `index`, checked against it and cast to its dtype."""
+        state: dict[str, Any] = {}
+        for name, value in saved.items():
+            if name in self._state_counts:
+                state[name] = _checked_count(index, name, value)
+            elif value is None and name in self._state_optional:
+                state[name] = None
+            else:
+                if name in self._state_tensors or isinstance(value, Tensor):
+                    _check_state_tensor(index, name, value, param)
+                state[name] = self._cast(value, param)
+        return state
 
     @staticmethod
     def _cast(value: Any, param: Tensor) -> Any:
@@ -262,6 +294,35 @@ class Optimizer:
         return "\n".join(lines) + "\n)"
 
 
+def _checked_count(index: int, name: str, value: Any) -> int:
+    """A saved step count, which must be an int >= 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(
+            f"loaded state dict has {name!r} = {value!r} for parameter {index}: expected a "
+            f"step count (an int >= 0)"
+        )
+    return int(value)
+
+
+def _check_state_tensor(index: int, name: str, value: Any, param: Tensor) -> None:
+    """Raise unless a saved state value is a float tensor of the parameter's shape."""
+    if not isinstance(value, Tensor):
+        raise ValueError(
+            f"loaded state dict has {name!r} of type {type(value).__name__} for parameter "
+            f"{index} of shape {param.shape}: expected a tensor of that shape"
+        )
+    if value.shape != param.shape:
+        raise ValueError(
+            f"loaded state dict has {name!r} of shape {value.shape} for parameter {index} of "
+            f"shape {param.shape}: it would broadcast at the next step"
+        )
+    if not value.dtype.is_floating_point and param.dtype.is_floating_point:
+        raise ValueError(
+            f"loaded state dict has {name!r} of dtype {value.dtype} for parameter {index} "
+            f"of dtype {param.dtype}: expected a floating point tensor"
+        )
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent with optional momentum, Nesterov and weight decay.
 
@@ -269,6 +330,8 @@ class SGD(Optimizer):
     (buf = g on the first step); g = g + momentum * buf if nesterov else buf;
     p -= lr * g.
     """
+
+    _state_tensors = _state_optional = ("momentum_buffer",)
 
     def __init__(
         self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0,
@@ -313,6 +376,9 @@ class Adam(Optimizer):
     p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), with g = grad +
     weight_decay * p (L2 penalty, as torch.optim.Adam).
     """
+
+    _state_tensors = ("exp_avg", "exp_avg_sq")
+    _state_counts = ("step",)
 
     def __init__(
         self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),

@@ -21,30 +21,51 @@ A NODE describes one value, recursively:
   survive).
 
 A tensor saved twice in one object (same Python object) is stored once and loads
-as one object. Reading uses `numpy.load(..., allow_pickle=False)` and a JSON
-parser only: loading a file never executes code. Every node is validated, and a
-truncated, corrupted or foreign file raises `SerializationError` naming the path.
+as one object. Reading uses `zipfile`, numpy's `.npy` header parser and a JSON
+parser only: loading a file never executes code. Every node is validated (each
+node that names an array, not only the first), and a truncated, corrupted or
+foreign file raises `SerializationError` naming the path. Members must be stored
+uncompressed, as `save` writes them: a compressed member is refused before it is
+inflated, and a member's size must match its header and the manifest, so a file
+cannot make `load` allocate more than the file holds. Each array is read once,
+into the memory the loaded CPU tensor keeps (no intermediate copies).
 
-Saving to a path writes a temporary file in the same directory, flushes and
-fsyncs it, then renames it over the target with `os.replace`: a crash mid-save
-leaves the previous file intact.
+Saving to a path writes a temporary file `.tmp-mfsave-HOST-PID-XXXX.mfz` in the
+same directory, flushes and fsyncs it, then renames it over the target with
+`os.replace`: a crash mid-save leaves the previous file intact. The file gets the
+permissions `open()` would give it (0o666 less the umask; an overwritten file keeps
+its own). Each save to a path first removes the temporary files that killed saves
+left in that directory: those of this host whose process is gone, owned by this
+user and untouched for `STALE_AFTER_S` seconds (never a live process's file).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import socket
+import stat
 import tempfile
+import threading
+import time
+import zipfile
 from typing import IO, Any
 
 import numpy as np
 
 from minifw.nn.module import Parameter
-from minifw.tensor.tensor import Tensor, tensor
+from minifw.tensor.tensor import Tensor, backend_for
 
 FORMAT, VERSION, MANIFEST = "minifw", 1, "__minifw__"
 DTYPES = ("float64", "float32", "int64")
 PathOrFile = str | os.PathLike[str] | IO[bytes]
+STALE_AFTER_S = 10.0  # a dead save's temp file is removed once untouched this long
+_TEMP = ".tmp-mfsave-"
+_TEMP_NAME = re.compile(r"\.tmp-mfsave-(?P<host>[A-Za-z0-9._]+)-(?P<pid>[0-9]{1,10})-\w+\.mfz")
+_CHUNK = 1 << 20  # bytes read from a member at a time
+_umask_lock = threading.Lock()
 
 
 class SerializationError(RuntimeError):
@@ -110,8 +131,11 @@ def save(obj: Any, f: PathOrFile) -> None:
         return
     path = os.fspath(f)
     directory = os.path.dirname(os.path.abspath(path))
-    handle, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".mfz", dir=directory)
+    _remove_stale_temps(directory)
+    handle, temp = tempfile.mkstemp(prefix=_temp_prefix(), suffix=".mfz", dir=directory)
     try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(handle, _file_mode(path))
         with os.fdopen(handle, "wb") as stream:
             np.savez(stream, **arrays)
             stream.flush()
@@ -122,6 +146,78 @@ def save(obj: Any, f: PathOrFile) -> None:
             os.remove(temp)
         raise
     _fsync_directory(directory)
+
+
+def _file_mode(path: str) -> int:
+    """The permission bits `open(path, "wb")` would leave: the file's own, else the umask's."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return 0o666 & ~_umask()
+    return stat.S_IMODE(status.st_mode) & 0o777 if stat.S_ISREG(status.st_mode) else 0o644
+
+
+def _umask() -> int:
+    """The process umask (read from /proc where it can be, without changing it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:  # elsewhere: set and restore (a file made meanwhile gets 0o077: safe)
+        mask = os.umask(0o077)
+        os.umask(mask)
+    return mask
+
+
+def _host() -> str:
+    """This machine's name as it may appear in a temp file name (no '-')."""
+    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
+
+
+def _temp_prefix() -> str:
+    """The start of this process's temp file names: who writes them, so others can tell."""
+    return f"{_TEMP}{_host()}-{os.getpid()}-"
+
+
+def _remove_stale_temps(directory: str) -> None:
+    """Remove the temp files that killed saves left in `directory` (see the module doc)."""
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
+        return
+    host, now = _host(), time.time()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        found = _TEMP_NAME.fullmatch(entry.name) if entry.name.startswith(_TEMP) else None
+        if found is None or found["host"] != host or _alive(int(found["pid"])):
+            continue
+        try:
+            status = entry.stat(follow_symlinks=False)
+            if (
+                stat.S_ISREG(status.st_mode)
+                and status.st_uid == os.getuid()
+                and now - status.st_mtime >= STALE_AFTER_S
+            ):
+                os.remove(entry.path)
+        except OSError:  # removed meanwhile, or not ours to remove
+            continue
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` may still run on this host (True when unsure)."""
+    if pid <= 0 or pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process (EPERM), or an odd pid
+        return True
+    return True
 
 
 def _fsync_directory(directory: str) -> None:
@@ -138,15 +234,85 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
+class _Archive:
+    """The members of a checkpoint's zip, each read once into a new array, after checks.
+
+    A member must be stored uncompressed, lie inside the file, hold a C-ordered `.npy`
+    array of the expected dtype and shape, and have exactly the size its header declares:
+    what is allocated is bounded by the file's own size.
+    """
+
+    def __init__(self, archive: zipfile.ZipFile, size: int, fail: Any) -> None:
+        self.archive, self.size, self.fail = archive, size, fail
+        self.names = set(archive.namelist())
+
+    def has(self, key: str) -> bool:
+        return f"{key}.npy" in self.names
+
+    def read(self, key: str, dtype: str, shape: list[int] | None) -> np.ndarray:
+        """Member `key` as an array of `dtype` and `shape` (None: any 1-D shape)."""
+        info = self.archive.getinfo(f"{key}.npy")
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise self.fail(
+                f"array {key} is compressed (zip method {info.compress_type}); minifw "
+                "checkpoints store arrays uncompressed"
+            )
+        if info.header_offset + info.compress_size > self.size:
+            raise self.fail(f"array {key} claims {info.file_size} bytes past the file's end")
+        with self.archive.open(info) as member:
+            found_shape, found = self._header(key, member)
+            fits = found_shape == tuple(shape) if shape is not None else len(found_shape) == 1
+            if found != np.dtype(dtype) or not fits:
+                raise self.fail(
+                    f"tensor {key} should be {dtype} {'1-D' if shape is None else shape}, the "
+                    f"file holds {found} {list(found_shape)}"
+                )
+            count = math.prod(found_shape)
+            if info.file_size - member.tell() != count * found.itemsize:
+                raise self.fail(
+                    f"array {key} holds {info.file_size - member.tell()} data bytes; its "
+                    f"shape {list(found_shape)} of {found} needs {count * found.itemsize}"
+                )
+            array = np.empty(count, dtype=found)
+            _read_into(member, array.data.cast("B"), self.fail, key)
+        return array.reshape(found_shape)
+
+    def _header(self, key: str, member: IO[bytes]) -> tuple[tuple[int, ...], np.dtype[Any]]:
+        """The shape and dtype a member's `.npy` header declares (C order only)."""
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+        else:
+            raise self.fail(f"array {key} has unsupported .npy version {version}")
+        if fortran:
+            raise self.fail(f"array {key} is stored in Fortran order; minifw writes C order")
+        return tuple(shape), dtype
+
+
+def _read_into(member: IO[bytes], target: memoryview, fail: Any, key: str) -> None:
+    """Fill `target` from `member` in chunks; the member must end exactly there."""
+    done = 0
+    while done < len(target):
+        chunk = member.read(min(_CHUNK, len(target) - done))
+        if not chunk:
+            raise fail(f"array {key} is truncated")
+        target[done : done + len(chunk)] = chunk
+        done += len(chunk)
+    if member.read(1):
+        raise fail(f"array {key} has data past its declared size")
+
+
 class _Decoder:
     """Turns manifest NODEs back into values, checking every field it reads."""
 
-    def __init__(self, archive: Any, name: str, map_location: str | None) -> None:
+    def __init__(self, archive: _Archive, name: str, map_location: str | None) -> None:
         self.archive, self.name, self.map_location = archive, name, map_location
-        self.tensors: dict[str, Tensor] = {}
+        self.tensors: dict[str, tuple[Tensor, tuple[Any, ...]]] = {}
 
     def fail(self, problem: str) -> SerializationError:
-        return SerializationError(f"{self.name}: corrupted minifw checkpoint: {problem}")
+        return _corrupted(self.name, problem)
 
     def field(self, node: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
         value = node.get(key)
@@ -186,24 +352,33 @@ class _Decoder:
         raise self.fail(f"unknown node type {kind!r}")
 
     def tensor(self, node: dict[str, Any]) -> Tensor:
+        """The tensor a node names; every node naming an array must describe it alike."""
         key = self.field(node, "key", str)
         dtype = self.field(node, "dtype", str)
         shape = self.field(node, "shape", list)
-        if key == MANIFEST or key not in self.archive.files:
+        if key == MANIFEST or not self.archive.has(key):
             raise self.fail(f"tensor array {key!r} is missing")
         if dtype not in DTYPES:
             raise self.fail(f"tensor {key} has unsupported dtype {dtype!r}")
-        if key not in self.tensors:
-            array = self.archive[key]
-            if array.dtype != np.dtype(dtype) or list(array.shape) != shape:
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+            raise self.fail(f"tensor {key} has a bad shape {str(shape)[:60]}")
+        device = self.map_location or self.field(node, "device", str)
+        grad = bool(self.field(node, "requires_grad", bool))
+        described = (dtype, shape, grad, device)
+        if key in self.tensors:
+            loaded, first = self.tensors[key]
+            if described[:2] != first[:2]:
                 raise self.fail(
-                    f"tensor {key} should be {dtype} {shape}, the file holds {array.dtype} "
-                    f"{list(array.shape)}"
+                    f"tensor {key} should be {dtype} {shape}, the file holds {first[0]} {first[1]}"
                 )
-            device = self.map_location or self.field(node, "device", str)
-            grad = bool(self.field(node, "requires_grad", bool))
-            self.tensors[key] = tensor(array, dtype=dtype, device=device, requires_grad=grad)
-        return self.tensors[key]
+            if described != first:
+                raise self.fail(f"tensor {key} is described twice with different options")
+            return loaded
+        array = self.archive.read(key, dtype, shape)
+        backend = backend_for(device, None)
+        made = Tensor(backend.from_numpy(array, share=True), backend)  # no copy on the CPU
+        self.tensors[key] = (made.requires_grad_(True) if grad else made), described
+        return self.tensors[key][0]
 
 
 def load(f: PathOrFile, map_location: str | None = None) -> Any:
@@ -211,17 +386,17 @@ def load(f: PathOrFile, map_location: str | None = None) -> Any:
 
     Raises:
         FileNotFoundError: `f` is a path that does not exist.
-        SerializationError: the file is truncated, corrupted or not a minifw checkpoint.
+        SerializationError: the file is truncated, corrupted, compressed or not a minifw
+            checkpoint.
     """
     name = os.fspath(f) if isinstance(f, str | os.PathLike) else getattr(f, "name", "<stream>")
     try:
-        archive = np.load(f, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise SerializationError(f"{name}: not a minifw checkpoint (not an npz archive)")
-        with archive:
-            if MANIFEST not in archive.files:
+        size = _size(f)
+        with zipfile.ZipFile(f) as archive:
+            members = _Archive(archive, size, lambda problem: _corrupted(name, problem))
+            if not members.has(MANIFEST):
                 raise SerializationError(f"{name}: not a minifw checkpoint (no manifest)")
-            manifest = json.loads(archive[MANIFEST].tobytes().decode("utf-8"))
+            manifest = json.loads(members.read(MANIFEST, "uint8", None).tobytes().decode())
             if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
                 raise SerializationError(f"{name}: not a minifw checkpoint (foreign manifest)")
             if manifest.get("version") != VERSION:
@@ -229,14 +404,28 @@ def load(f: PathOrFile, map_location: str | None = None) -> Any:
                     f"{name}: minifw checkpoint version {manifest.get('version')!r} is not "
                     f"supported (this minifw reads version {VERSION})"
                 )
-            return _Decoder(archive, name, map_location).value(manifest.get("root"))
+            return _Decoder(members, name, map_location).value(manifest.get("root"))
     except (SerializationError, FileNotFoundError, IsADirectoryError, PermissionError):
         raise
-    except Exception as err:  # noqa: BLE001 - whatever a damaged file makes numpy raise
+    except Exception as err:  # noqa: BLE001 - whatever a damaged file makes zipfile raise
         raise SerializationError(
             f"{name}: not a readable minifw checkpoint (truncated, corrupted or foreign file): "
             f"{type(err).__name__}: {err}"
         ) from err
+
+
+def _corrupted(name: str, problem: str) -> SerializationError:
+    return SerializationError(f"{name}: corrupted minifw checkpoint: {problem}")
+
+
+def _size(f: PathOrFile) -> int:
+    """The size in bytes of the file at path `f`, or of the seekable stream `f`."""
+    if isinstance(f, str | os.PathLike):
+        return os.stat(f).st_size
+    here = f.tell()
+    end = f.seek(0, os.SEEK_END)
+    f.seek(here)
+    return end
 
 
 __all__ = ["SerializationError", "load", "save"]

@@ -18,6 +18,7 @@ import numpy as np
 from minifw.core import hooks, operators
 from minifw.core.hooks import Launch, anyone_listening
 from minifw.core.tensor_data import (
+    INT64_MAX,
     Index,
     TensorData,
     numel_of,
@@ -99,10 +100,12 @@ class TensorBackend:
     def empty(self, shape: tuple[int, ...], dtype: Any) -> TensorData:
         """A contiguous TensorData of `shape` with uninitialised cells."""
         kind = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        check_storage_size(shape, kind.itemsize)
         return TensorData(self.ops.empty(numel_of(shape), kind), shape)
 
     def full(self, shape: tuple[int, ...], value: float, dtype: Any) -> TensorData:
         """A contiguous TensorData of `shape` filled with `value`."""
+        check_storage_size(shape, np.dtype(dtype).itemsize)
         host = np.full(numel_of(shape), value, dtype=np.dtype(dtype))
         return TensorData(self.ops.from_numpy(host), shape)
 
@@ -238,6 +241,9 @@ class TensorBackend:
                 f"matmul: batch dims of {a.shape} and {b.shape} cannot be broadcast"
             ) from None
         n, m = a3.shape[-2], b3.shape[-1]
+        item = _dtype(a).itemsize
+        for operand in (a3, b3):  # kernels may pack a copy of each operand, batch and all
+            check_storage_size(batch + operand.shape[-2:], item)
         out = self.empty((numel_of(batch), n, m), _dtype(a))
         if out.size:
             if a3.shape[-1] == 0:
@@ -391,7 +397,25 @@ def unsafe_overlap(out: TensorData, x: TensorData) -> bool:
     return not (x_high < o_low or o_high < x_low)
 
 
+def check_storage_size(shape: tuple[int, ...], itemsize: int) -> None:
+    """Raise PyTorch's RuntimeError if `shape`'s cells need more bytes than int64 counts.
+
+    Checked before any kernel allocates: a wrapped size would allocate a short buffer.
+    """
+    if numel_of(shape) * itemsize > INT64_MAX:
+        raise RuntimeError(
+            f"Storage size calculation overflowed with sizes={list(shape)} ({itemsize}-byte "
+            f"cells: more than 2**63 - 1 bytes)"
+        )
+
+
 def _check_writable(out: TensorData) -> None:
+    base = out.base
+    if isinstance(base, np.ndarray) and not base.flags.writeable:
+        raise RuntimeError(
+            f"unsupported operation: the written-to tensor (shape {out.shape}) lives in "
+            "read-only memory (a non-writable numpy array). Please clone() it first."
+        )
     for size, stride in zip(out.shape, out.strides, strict=True):
         if size > 1 and stride == 0:
             raise RuntimeError(

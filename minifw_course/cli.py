@@ -13,7 +13,7 @@ from pathlib import Path
 from minifw_course.assignment import AssignmentError, assignment_module, make_assignment
 from minifw_course.docs import write_docs
 from minifw_course.fences import FenceError, scan_fences
-from minifw_course.grade import VISIBILITIES, grade, parse_tasks
+from minifw_course.grade import VISIBILITIES, GradeError, default_staff, grade, parse_tasks
 from minifw_course.markers import check_markers, collect
 from minifw_course.tasks import TASKS, tasks_of_module
 
@@ -29,12 +29,25 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--repo", type=Path, default=Path("."), help="reference repository")
     make.add_argument("--force", action="store_true", help="replace a non-empty output folder")
 
-    grade_cmd = commands.add_parser("grade", help="grade a repository task by task")
+    grade_cmd = commands.add_parser("grade", help="grade a submission task by task")
     grade_cmd.add_argument("--tasks", help="comma-separated task ids, e.g. 2.1,2.2")
-    grade_cmd.add_argument("--module", type=int, help="grade every task of this module")
+    grade_cmd.add_argument(
+        "--module", type=int, help="grade every task of this module (default: the staff copy's)"
+    )
     grade_cmd.add_argument("--json", type=Path, help="write Gradescope's results.json here")
     grade_cmd.add_argument("--timeout", type=float, default=600.0, help="seconds per task")
-    grade_cmd.add_argument("--repo", type=Path, default=Path("."), help="repository to grade")
+    grade_cmd.add_argument("--repo", type=Path, default=Path("."), help="the submission")
+    grade_cmd.add_argument(
+        "--staff",
+        type=Path,
+        help="the staff copy whose tests and files are used (default: the checkout that "
+        "holds this grader); only the task files are taken from the submission",
+    )
+    grade_cmd.add_argument(
+        "--user",
+        help="who runs the tests: an account or uid (root only), or 'same' for this user "
+        "(default: a fresh unprivileged uid when root, else this user)",
+    )
     grade_cmd.add_argument("--visibility", choices=VISIBILITIES, default="visible")
     grade_cmd.add_argument("--python", default=sys.executable, help="interpreter for pytest")
 
@@ -76,15 +89,22 @@ def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     repo = args.repo.resolve()
     if not repo.is_dir():
         parser.error(f"--repo {repo} is not a folder")
+    staff = (args.staff or default_staff()).resolve()
     if args.tasks:
         try:
             tasks = parse_tasks(args.tasks)
         except ValueError as error:
             parser.error(str(error))
     else:
-        module = args.module if args.module is not None else assignment_module(repo)
+        # From the staff side only: a submission's own assignment.json is never read.
+        module = args.module if args.module is not None else assignment_module(staff)
         tasks = list(TASKS) if module is None else tasks_of_module(module)
         if not tasks:
             parser.error(f"module {module} has no tasks in the course map")
-    grade(repo, tasks, args.timeout, args.json, args.visibility, args.python)
+    try:
+        grade(repo, tasks, args.timeout, args.json, args.visibility, args.python,
+              staff=staff, user=args.user)  # fmt: skip
+    except GradeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     return 0

@@ -118,30 +118,77 @@ _STAFF_GUIDE = [
     "repository of module N: fenced code of module N and later modules becomes "
     "`NotImplementedError` stubs, tests of later modules are removed, and a README "
     "for the module is generated.",
-    "- `python -m minifw.course grade [--tasks 2.1,2.2] [--json results.json] "
-    "[--timeout 600] [--repo DIR]` runs each task's tests in its own process (killed "
-    "with its process group when it overruns), prints a score table, and writes "
-    "Gradescope's `results.json`. A submission that raises, hangs, exits or crashes "
-    "gets zero for the tasks it breaks, and the file is still complete.",
+    "- `python -m minifw.course grade [--tasks 2.1,2.2 | --module N] [--json results.json] "
+    "[--timeout 600] [--repo SUBMISSION] [--staff STAFF] [--user USER]` grades a submission "
+    "task by task, prints a score table, and writes Gradescope's `results.json`. Only the "
+    "submission's task files (the files that fence a task of a graded module, and "
+    "`project/` for the training tasks) are laid into a fresh copy of the staff copy "
+    "(`--staff`, by default the checkout the grader runs from); its tests, conftest, "
+    "tooling and every other file come from the staff copy. The module is `--module` or "
+    "the staff copy's `minifw_course/assignment.json`, never the submission's.",
+    "- Each task's tests were listed from the staff copy before any submission code ran "
+    "(pytest `--setup-only`): that list is the denominator, less the tests the staff copy "
+    "itself skips on this machine. A test scores only if it passed: skipped, xfailed, "
+    "xpassed, failed, errored and missing tests score 0, and a run that hangs, exits, "
+    "crashes, changes a file of its copy or tampers with pytest scores 0 for the task. "
+    "Skips for the machine (no CUDA) therefore belong in setup (a `skipif` mark or a "
+    "fixture), where the staff run sees them; a skip inside a test body counts as a failure.",
     "- `python -m minifw.course check-markers` checks that every test has exactly one "
     "known task marker; `python -m minifw.course docs` regenerates these pages.",
     "- The grader's children inherit its environment: on a machine without a GPU, set "
     "`NUMBA_ENABLE_CUDASIM=1` to grade the CUDA tasks (3.3, 3.4) on Numba's simulator; "
-    "otherwise their tests are skipped and a task whose tests are all skipped scores 0.",
+    "otherwise their tests are skipped by the staff copy too and a task with no test left "
+    "scores 0.",
     "- Run these commands from a checkout whose `minifw` and `minifw_course` are "
     'importable (installed with `pip install -e ".[dev]"`, or with `PYTHONPATH=.`). '
     "The tooling is the package `minifw_course`, which `minifw` never imports; "
     "`python -m minifw.course` is a thin entry that only calls it.",
     "",
-    "A Gradescope `run_autograder` can copy the submission's `minifw/` over a clean "
-    "student repository (so the tests are the staff's, not the submission's) and grade "
-    "it with a grader outside that copy:",
+    "A Gradescope `run_autograder` grades the submission against the module's student "
+    "repository (made with make-assignment, holding the grader; never the reference "
+    "solutions) with the module pinned:",
     "",
     "```sh",
-    "cp -r /autograder/submission/minifw /autograder/student/",
-    "cd /autograder/source && python -m minifw.course grade --repo /autograder/student \\",
-    "    --json /autograder/results/results.json",
+    "cd /autograder/source && python -m minifw.course grade --repo /autograder/submission \\",
+    "    --staff /autograder/source --module 2 --json /autograder/results/results.json",
     "```",
+    "",
+    "### The grader's threat model",
+    "",
+    "A submission is hostile code that the grader runs. When `grade` runs as root (as "
+    "Gradescope's autograder does) the tests run as a fresh user id that no account or "
+    "process has (or the dedicated account given with `--user`): the copy they run in is "
+    "root's and read-only, `results.json` and the grader's files cannot be written, and "
+    "the interpreter must be readable by other users (`--user same` turns the isolation "
+    "off). After each task every process of the run is killed (every process of that user "
+    "id, and every process whose environment carries the run's random token), and only "
+    "then is `results.json` rewritten, atomically.",
+    "",
+    "Defended, each by a regression test in `tests/course/test_grader_attacks.py`:",
+    "",
+    "- stubs that call `pytest.skip` or `pytest.xfail` (only a pass scores; the denominator "
+    "is the staff's list);",
+    "- a submission that drops, edits or adds tests, conftest or tooling files (only task "
+    "files are taken; the copy is read-only and hashed, and a changed file voids the run);",
+    "- code that patches the recorder or pytest's report and runner functions (the recorder "
+    "captured what it uses before any submission code was imported, decides outcomes from "
+    "the exceptions its hook wrappers see, checks pytest's internals after every test, and "
+    "reports over a pipe opened by the grader);",
+    "- processes left behind (setsid, double fork) to rewrite `results.json`;",
+    "- a submission that claims another module in its own `assignment.json`.",
+    "",
+    "Not defended:",
+    "",
+    "- code inside the test process can still fake results in memory: it shares the "
+    "process with the tests and the recorder, so it can rewrite a test function or forge "
+    "lines on the recorder's pipe. The checks above stop the known shortcuts; reviewing "
+    "suspicious submissions remains the staff's job;",
+    "- when the grader does not run as root, the tests run as the grader's own user: they "
+    "can reach everything the grader can (its files, `results.json`, its process), and a "
+    "process that execs with a new environment escapes the kill sweep;",
+    "- the code under test can read whatever its user can read: keep reference solutions "
+    "and other students' work off the grading machine;",
+    "- resource exhaustion beyond the per-task timeout and a limit on processes.",
     "",
 ]
 

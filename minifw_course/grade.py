@@ -1,36 +1,71 @@
-"""Grade a repository task by task and write Gradescope's autograder `results.json`.
+"""Grade a submission task by task and write Gradescope's autograder `results.json`.
 
-Each task's tests (`pytest -m task2_1`) run in their own child process, in their own
-process group, under a time limit; only the test files whose markers (read without
-importing them) name the task, or name no task, are loaded. Per-test outcomes come
-from the recording plugin (`pytest_plugin.py`), which the grader loads from its
-own copy of the tooling. A task scores `max_score * passed / counted`, where skipped
-tests are not counted and a file that cannot be collected counts as one failed
-test. A task whose process hangs, exits or crashes before pytest finishes scores
-zero, with an explanation; `results.json` is rewritten (atomically) after every
-task, so it is complete and valid whatever the submission does.
+A score comes only from what the staff copy defines. The staff copy (`--staff`, by
+default the checkout this grader runs from) is a student repository made by
+make-assignment, or the reference repository; the submission supplies only its task
+files: the files that fence a task of a graded module (and the catalog's non-test paths
+of those tasks, such as `project/`). Everything else in the submission is ignored.
+
+1. The plan: in a fresh copy of the staff template, before any submission file is laid
+   in, one pytest child collects each task's tests and runs their setup only
+   (`--setup-only`). Its test ids are the denominators; the tests that the staff copy
+   itself skips on this machine (no CUDA, a later module's stub) are left out.
+2. Each task: a fresh copy of the template, the submission's task files laid in, every
+   file read-only and hashed; then the task's tests run in a pytest child with the
+   recorder of this tooling (pytest_plugin.py), which reports over a pipe. A test scores
+   only if it reported "passed": skipped, xfailed, xpassed, failed, errored or missing
+   tests score 0, and a run that timed out, crashed, changed a file of the copy or
+   tampered with pytest's internals scores 0 for the task.
+3. After each run, every process of the run is killed (sandbox.py), and only then is
+   results.json rewritten, atomically, so it is always complete and valid.
+
+Threat model (docs/README.md has the long form). When `grade` runs as root, as
+Gradescope's autograder does, the tests run as a fresh unprivileged user id: the staff
+files are root's and read-only, results.json cannot be written, and every process of
+that user id is killed before results.json is. Defended: stubs that call pytest.skip or
+pytest.xfail, a submission that drops tests, edits tests, conftest or tooling files,
+patches the recorder or pytest's report and runner functions, claims another module,
+or leaves processes behind. Not defended: code in the test process itself can still
+fake results in memory (it shares the process with the tests and the recorder), and
+when the grader does not run as root the tests run as its own user, which can reach
+everything the grader can. Keep reference solutions off the grading machine: the code
+under test can read whatever its user can read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from minifw_course.assignment import IGNORED
 from minifw_course.catalog import TASK_INFO
-from minifw_course.markers import PytestRun, run_pytest
+from minifw_course.fences import FenceError, scan_fences
+from minifw_course.markers import PytestRun, remove_tree, run_pytest, workspace
 from minifw_course.prune import file_tasks
+from minifw_course.sandbox import RunUser, SandboxError, check_interpreter, choose_user
 from minifw_course.tasks import TASKS, Task
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 OUTPUT_LIMIT = 8000
 _MESSAGE_LINES = 12
+# Left out of the copy of the staff template: version control, environments, caches.
+TEMPLATE_SKIPPED = (".git", ".venv", ".venv-ci", "venv", "build", "dist", ".mypy_cache",
+                    ".ruff_cache", ".pytest_cache", ".hypothesis", "results.json")  # fmt: skip
+FILE_LIMIT = 4 * 2**20  # bytes of one submitted file
+FOLDER_LIMIT = 2000  # files taken from one submitted folder
+
+
+class GradeError(RuntimeError):
+    """The grader cannot grade: a bad staff copy, or a test process that cannot start."""
 
 
 @dataclass
@@ -58,6 +93,16 @@ class TaskResult:
         }
 
 
+@dataclass
+class TaskPlan:
+    """What the staff copy says about one task, learnt before any submission code ran."""
+
+    files: list[str] | None  # the test files to load (None: let pytest look)
+    tests: list[str] = field(default_factory=list)  # the denominator, in order
+    skipped: dict[str, str] = field(default_factory=dict)  # staff-skipped here: not counted
+    problem: str = ""  # the staff copy's tests of this task are broken
+
+
 def max_score(task: Task) -> float:
     """The points a task is worth (catalog.py)."""
     return TASK_INFO[task.id].points if task.id in TASK_INFO else 10.0
@@ -68,13 +113,9 @@ def zero(task: Task, why: str, note: str) -> TaskResult:
     return TaskResult(task, 0, 0, 0.0, max_score(task), f"Task {task.id}: 0 points: {why}", note)
 
 
-def grade_task(repo: Path, task: Task, timeout: float, python: str = sys.executable) -> TaskResult:
-    """Run the tests of one task in a child process and score them."""
-    paths = task_test_files(repo, task)
-    if paths == []:
-        return zero(task, f"no test file of this repository marks {task.marker}.", "no tests")
-    args = ["-m", task.marker, "-q", "--continue-on-collection-errors", *(paths or [])]
-    return score_run(task, run_pytest(repo, args, timeout, python))
+def default_staff() -> Path:
+    """The checkout this grader runs from, the staff copy when `--staff` is not given."""
+    return Path(__file__).resolve().parents[1]
 
 
 def task_test_files(repo: Path, task: Task) -> list[str] | None:
@@ -101,36 +142,280 @@ def task_test_files(repo: Path, task: Task) -> list[str] | None:
     return files
 
 
-def score_run(task: Task, run: PytestRun) -> TaskResult:
-    """Turn what a pytest child recorded into the grade of `task`.
+def submission_paths(staff_tree: Path, tasks: Sequence[Task]) -> list[str]:
+    """The paths the submission supplies (a folder ends with "/"), never a test file.
 
-    Each test file that failed to collect counts as one failed test.
+    They are the files that fence a task of a graded module, plus the catalog's paths of
+    those tasks (`project/` for the training tasks).
     """
-    errors = run.collect_errors
+    modules = {task.module for task in tasks}
+    ids = [task.id for task in TASKS if task.module in modules]
+    try:
+        scan = scan_fences(staff_tree)
+    except FenceError as error:
+        raise GradeError(f"the staff copy's fences are broken: {error}") from error
+    names = {name for task in ids for name in scan.get(task, {})}
+    planned = {name for task in ids if task in TASK_INFO for name in TASK_INFO[task].files}
+    names |= {name for name in planned if (staff_tree / name).exists()}
+    return sorted(name for name in names if _may_submit(name))
+
+
+def _may_submit(name: str) -> bool:
+    parts = PurePosixPath(name).parts
+    return (
+        bool(parts) and parts[0] not in ("tests", "minifw_course") and "conftest.py" not in parts
+    )
+
+
+def copy_template(staff: Path, tree: Path) -> None:
+    """Write a fresh copy of the staff template at `tree` (replacing what is there)."""
+    remove_tree(tree)
+    tree.mkdir(mode=0o755)
+    for entry in sorted(staff.iterdir()):
+        if entry.name in TEMPLATE_SKIPPED or IGNORED(str(staff), [entry.name]):
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, tree / entry.name, ignore=IGNORED)
+        elif entry.is_file():
+            shutil.copy2(entry, tree / entry.name)
+    remove_tree(tree / "tests" / "course")  # the tooling's own tests: never graded
+
+
+def lay_in(submission: Path, tree: Path, names: Sequence[str]) -> list[str]:
+    """Copy the submission's `names` over the template; return the files it lacks."""
+    missing = []
+    for name in names:
+        if name.endswith("/"):
+            _lay_in_folder(submission, tree, name.rstrip("/"))
+        elif not _copy_submitted(submission, tree, name) and (tree / name).is_file():
+            missing.append(name)
+    return missing
+
+
+def _lay_in_folder(submission: Path, tree: Path, folder: str) -> None:
+    base = _regular(submission, folder, directory=True)
+    if base is None:
+        return
+    names = sorted(p.relative_to(submission).as_posix() for p in base.rglob("*"))
+    taken = [n for n in names if "__pycache__" not in n and not n.endswith(".pyc")]
+    for name in taken[:FOLDER_LIMIT]:
+        if _may_submit(name):
+            _copy_submitted(submission, tree, name)
+
+
+def _regular(root: Path, name: str, directory: bool = False) -> Path | None:
+    """`root/name` if it is a regular file (or folder) with no symbolic link on the way."""
+    path = root
+    for part in PurePosixPath(name).parts:
+        path = path / part
+        if part in ("..", ".") or path.is_symlink():
+            return None
+    ok = path.is_dir() if directory else path.is_file()
+    return path if ok else None
+
+
+def _copy_submitted(submission: Path, tree: Path, name: str) -> bool:
+    source = _regular(submission, name)
+    if source is None or source.stat().st_size > FILE_LIMIT:
+        return False
+    target = tree / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        return False
+    target.unlink(missing_ok=True)
+    target.write_bytes(source.read_bytes())
+    stat = source.stat()  # keep the time stamp: Numba's cache index checks it
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return True
+
+
+def ignored_changes(submission: Path, staff: Path, paths: Sequence[str]) -> list[str]:
+    """The submission's package files that differ from the staff copy's but are ignored.
+
+    Only task files are graded; the grader lists the others it ignored.
+    """
+    taken = set(paths)
+    folders = tuple(p for p in paths if p.endswith("/"))
+    found = []
+    for path in sorted((submission / "minifw").rglob("*.py")):
+        name = path.relative_to(submission).as_posix()
+        if name in taken or name.startswith(folders) or "__pycache__" in name:
+            continue
+        original = staff / name
+        if not original.is_file() or original.read_bytes() != path.read_bytes():
+            found.append(name)
+    return found
+
+
+def lock(tree: Path) -> dict[str, str]:
+    """Make every file under `tree` read-only; return each file's SHA-256."""
+    hashes = snapshot(tree)
+    for folder, _dirs, files in os.walk(tree):
+        for name in files:
+            path = os.path.join(folder, name)
+            os.chmod(path, 0o555 if os.stat(path).st_mode & 0o111 else 0o444)
+        os.chmod(folder, 0o555)
+    return hashes
+
+
+def snapshot(tree: Path) -> dict[str, str]:
+    """The SHA-256 of every file under `tree`, by path relative to it."""
+    hashes = {}
+    for folder, _dirs, files in os.walk(tree):
+        for name in files:
+            path = Path(folder, name)
+            digest = hashlib.sha256()
+            try:
+                with path.open("rb") as stream:
+                    while chunk := stream.read(1 << 20):
+                        digest.update(chunk)
+            except OSError:
+                digest.update(b"unreadable")
+            hashes[path.relative_to(tree).as_posix()] = digest.hexdigest()
+    return hashes
+
+
+def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Files added, removed or changed between two snapshots."""
+    return sorted(
+        name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
+    )
+
+
+@dataclass
+class Grading:
+    """One grading session: the staff copy, the submission, and where the runs happen."""
+
+    staff: Path
+    submission: Path
+    work: Path
+    user: RunUser
+    python: str
+    timeout: float
+
+    @property
+    def tree(self) -> Path:
+        """Where each run's fresh copy of the template lives (the same path every time)."""
+        return self.work / "tree"
+
+    def pytest(self, args: Sequence[str]) -> PytestRun:
+        """Run pytest in the tree, as the run's user, with the recorder."""
+        return run_pytest(self.tree, args, self.timeout, self.python, self.user, self.work)
+
+    def plan(self, tasks: Sequence[Task]) -> dict[str, TaskPlan]:
+        """Each task's tests, from the staff copy alone (no submission file laid in yet)."""
+        copy_template(self.staff, self.tree)
+        lock(self.tree)
+        plans = {task.id: TaskPlan(task_test_files(self.tree, task)) for task in tasks}
+        wanted = [task for task in tasks if plans[task.id].files != []]
+        if not wanted:
+            return plans
+        files = sorted({name for t in wanted for name in plans[t.id].files or []})
+        expression = " or ".join(task.marker for task in wanted)
+        run = self.pytest(["--setup-only", "-q", "-m", expression,
+                           "--continue-on-collection-errors", *files])  # fmt: skip
+        for task in wanted:
+            _fill_plan(plans[task.id], task, run)
+        return plans
+
+    def grade_task(self, task: Task, plan: TaskPlan, paths: Sequence[str]) -> TaskResult:
+        """Lay the submission's task files into a fresh template and score the task."""
+        if plan.problem:
+            return zero(task, "grader error: the staff copy's tests of this task do not "
+                        f"run:\n{plan.problem}", "staff error")  # fmt: skip
+        if not plan.tests:
+            where = "no test file of the staff copy marks" if plan.files == [] else "no tests"
+            return zero(task, f"{where} {task.marker}.", "no tests")
+        copy_template(self.staff, self.tree)
+        missing = lay_in(self.submission, self.tree, paths)
+        before = lock(self.tree)
+        args = ["-m", task.marker, "-q", "--continue-on-collection-errors", *(plan.files or [])]
+        run = self.pytest(args)
+        changed = changed_files(before, snapshot(self.tree))
+        result = score_run(task, plan, run, changed)
+        if missing:
+            result.output += "\n\nNot in the submission (the starter code was graded): " + (
+                ", ".join(missing)
+            )
+        return result
+
+
+def _fill_plan(plan: TaskPlan, task: Task, run: PytestRun) -> None:
+    broken = [e for e in run.collect_errors if plan.files is None or e["nodeid"] in plan.files]
+    if not run.finished or broken or run.tampered:
+        why = run.describe_exit() or "; ".join(run.tampered)
+        plan.problem = "\n".join([why, *_collect_errors(broken)]).strip() or run.output[-3000:]
+        return
+    for nodeid, event in run.collected.items():
+        if task.marker not in event["markers"]:
+            continue
+        result = run.results.get(nodeid, {})
+        if result.get("outcome") == "skipped":
+            plan.skipped[nodeid] = result.get("why", "")
+        else:
+            plan.tests.append(nodeid)
+
+
+def score_run(
+    task: Task, plan: TaskPlan, run: PytestRun, changed: Sequence[str] = ()
+) -> TaskResult:
+    """Score `task` from a pytest child's events against the staff's list of its tests.
+
+    Only tests that reported "passed" score; every other outcome, and a missing one,
+    counts as a failure. A run that was cut short, changed a file of its copy, or
+    tampered with the recorder or pytest's internals scores zero.
+    """
+    if not plan.tests:
+        return zero(task, f"the staff copy has no tests marked {task.marker}.", "no tests")
+    if changed:
+        shown = ", ".join(changed[:10]) + (" ..." if len(changed) > 10 else "")
+        why = f"the run is void: the test process changed {shown} in the grader's read-only copy"
+        return zero(task, why + " (only task files may be submitted).", "void")
+    if run.tampered:
+        why = "the run is void: the test process tampered with the grader: "
+        return zero(task, why + "; ".join(run.tampered[:10]), "void")
     exit_reason = run.describe_exit()
     if exit_reason:
-        before = [n for n, r in run.results.items() if r["outcome"] == "passed"]
+        before = [n for n in plan.tests if run.results.get(n, {}).get("outcome") == "passed"]
         why = exit_reason + "."
         if before:
             why += f" ({len(before)} tests had passed before that.)"
         note = "timed out" if run.timed_out else "crashed"
         return zero(task, why + "\n\nLast output:\n" + run.output[-3000:], note)
-    if not run.collected and not errors:
-        return zero(task, f"no tests marked {task.marker} were collected.", "no tests")
-    outcomes = [run.results.get(nodeid, {}).get("outcome", "error") for nodeid in run.collected]
-    skipped = outcomes.count("skipped")
-    counted = len(outcomes) - skipped + len(errors)
-    passed = outcomes.count("passed")
-    if counted == 0:
-        return zero(task, f"all {skipped} tests were skipped:\n" + _skips(run), "all skipped")
-    score = max_score(task) * passed / counted
-    lines = [f"Task {task.id}: {passed}/{counted} tests passed"]
-    if skipped:
-        lines[0] += f" ({skipped} skipped, not counted)"
-    lines += _collect_errors(errors) + _failures(run)
-    if skipped:
-        lines += ["", "Skipped:", _skips(run)]
-    return TaskResult(task, passed, counted, score, max_score(task), "\n".join(lines))
+    passed = [n for n in plan.tests if run.results.get(n, {}).get("outcome") == "passed"]
+    counted = len(plan.tests)
+    lines = [f"Task {task.id}: {len(passed)}/{counted} tests passed"]
+    if plan.skipped:
+        lines[0] += f" ({len(plan.skipped)} tests skipped on the staff copy here: not counted)"
+    lines += _failures(plan, run) + _collect_errors(run.collect_errors)
+    failed = [run.results.get(n, {}) for n in plan.tests]
+    first = next((r for r in failed if r.get("outcome") != "passed" and r.get("message")), None)
+    if first is not None:
+        lines += ["", f"First failure, {first['nodeid']}:", _short(first["message"])]
+    score = max_score(task) * len(passed) / counted
+    return TaskResult(task, len(passed), counted, score, max_score(task), "\n".join(lines))
+
+
+_LABELS = {
+    "failed": ("FAILED", ""),
+    "error": ("ERROR", ""),
+    "skipped": ("SKIPPED", " (a skipped test scores 0)"),
+    "xfailed": ("XFAILED", " (an expected failure scores 0)"),
+    "xpassed": ("XPASSED", " (a test marked xfail scores 0)"),
+}
+
+
+def _failures(plan: TaskPlan, run: PytestRun) -> list[str]:
+    """One line per test that did not pass: what happened and the first line of why."""
+    lines = [""]
+    for nodeid in plan.tests:
+        result = run.results.get(nodeid)
+        if result is None:
+            lines.append(f"NO RESULT {nodeid}: the test never reported (see COULD NOT COLLECT)")
+        elif result.get("outcome") != "passed":
+            label, tail = _LABELS.get(str(result.get("outcome")), ("FAILED", ""))
+            lines.append(f"{label} {nodeid}: {result.get('why') or 'no reason given'}{tail}")
+    return lines if len(lines) > 1 else []
 
 
 def _collect_errors(errors: list[dict[str, Any]]) -> list[str]:
@@ -138,28 +423,6 @@ def _collect_errors(errors: list[dict[str, Any]]) -> list[str]:
     for error in errors:
         lines += ["", f"COULD NOT COLLECT {error['nodeid'] or 'tests'}:", _short(error["message"])]
     return lines
-
-
-def _failures(run: PytestRun) -> list[str]:
-    lines: list[str] = []
-    for nodeid in run.collected:
-        result = run.results.get(nodeid)
-        if result is None:
-            lines += ["", f"NO RESULT {nodeid}: the test never reported"]
-        elif result["outcome"] in ("failed", "error"):
-            lines += ["", f"{result['outcome'].upper()} {nodeid}:", _short(result["message"])]
-    return lines
-
-
-def _skips(run: PytestRun) -> str:
-    reasons = [
-        f"  {nodeid}: {result['message']}"
-        for nodeid, result in run.results.items()
-        if result["outcome"] == "skipped"
-    ]
-    if len(reasons) > 20:
-        reasons = reasons[:20] + [f"  ... and {len(reasons) - 20} more"]
-    return "\n".join(reasons)
 
 
 def _short(message: str) -> str:
@@ -190,7 +453,11 @@ def table(results: Sequence[TaskResult]) -> str:
 
 
 def results_json(
-    results: Sequence[TaskResult], pending: Iterable[Task], elapsed: float, visibility: str
+    results: Sequence[TaskResult],
+    pending: Iterable[Task],
+    elapsed: float,
+    visibility: str,
+    notes: str = "",
 ) -> dict[str, Any]:
     """Gradescope's autograder results: the total, one entry per task, and the table."""
     done = list(results)
@@ -200,7 +467,7 @@ def results_json(
     return {
         "score": round(sum(r.score for r in everything), 4),
         "execution_time": int(round(elapsed)),
-        "output": table(everything),
+        "output": table(everything) + (f"\n\n{notes}" if notes else ""),
         "visibility": visibility,
         "stdout_visibility": visibility,
         "tests": [r.gradescope(visibility) for r in everything],
@@ -208,7 +475,7 @@ def results_json(
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write `data` to `path` so that readers see the old file or the new one, never half."""
+    """Write `path` so that readers see the old file or the new one, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -231,27 +498,50 @@ def grade(
     visibility: str = "visible",
     python: str = sys.executable,
     log: Callable[[str], None] = print,
+    staff: Path | None = None,
+    user: str | None = None,
 ) -> list[TaskResult]:
-    """Grade `tasks` of the repository `repo`; write results.json after every task."""
-    repo = repo.resolve()
+    """Grade `tasks` of the submission `repo` against the staff copy `staff`.
+
+    `staff` defaults to the checkout this grader runs from; `user` is who the tests run
+    as (see sandbox.choose_user: by default a fresh user id when root). results.json is
+    rewritten after every task, once every process of that task's run is dead. Raises
+    GradeError when the staff copy or the test process's user cannot work.
+    """
+    submission, staff_root = repo.resolve(), (staff or default_staff()).resolve()
+    if not (staff_root / "tests").is_dir():
+        raise GradeError(f"the staff copy {staff_root} has no tests/ folder (pass --staff)")
     started = time.monotonic()
     results: list[TaskResult] = []
+    notes = ""
 
     def save() -> None:
         if json_path is not None:
             pending = tasks[len(results) :]
-            data = results_json(results, pending, time.monotonic() - started, visibility)
+            data = results_json(results, pending, time.monotonic() - started, visibility, notes)
             write_json_atomic(json_path, data)
 
-    save()
-    for task in tasks:
-        log(f"grading task {task.id} ({task.title}) ...")
+    with workspace() as work:
         try:
-            result = grade_task(repo, task, timeout, python)
-        except Exception as error:  # noqa: BLE001 - one task's trouble must not lose the rest
-            result = zero(task, f"the grader failed on this task: {error!r}", "grader error")
-        results.append(result)
+            grading = Grading(staff_root, submission, work, choose_user(user), python, timeout)
+            check_interpreter(python, work, work / "scratch", grading.user)
+        except SandboxError as error:
+            raise GradeError(str(error)) from error
+        log(f"grading {submission} against {staff_root}, tests run as {grading.user.describe()}")
         save()
+        plans = grading.plan(tasks)
+        paths = submission_paths(grading.tree, tasks)
+        ignored = ignored_changes(submission, staff_root, paths)
+        if ignored:
+            notes = "Ignored (only task files are graded): " + ", ".join(ignored[:20])
+        for task in tasks:
+            log(f"grading task {task.id} ({task.title}) ...")
+            try:
+                result = grading.grade_task(task, plans[task.id], paths)
+            except Exception as error:  # noqa: BLE001 - one task's trouble must not lose the rest
+                result = zero(task, f"the grader failed on this task: {error!r}", "grader error")
+            results.append(result)
+            save()
     log(table(results))
     return results
 

@@ -1,29 +1,32 @@
 """Run pytest in a child process with the recording plugin, and check task markers.
 
 `run_pytest` is shared by the marker check and the grader: it starts pytest in a
-repository with `minifw_course/pytest_plugin.py` loaded from *this* copy of
-the course tooling (copied to a scratch folder under another module name), so the
-repository under test cannot replace or break the recorder. The child runs in
-its own process group and the whole group is killed when it overruns.
+repository with `minifw_course/pytest_plugin.py` loaded from *this* copy of the course
+tooling (copied to a folder of its own under another module name, first on the import
+path), so the repository under test cannot replace the recorder. The recorder reports
+over a pipe (sandbox.py), and the child, everything it started, and everything that
+carries its token are killed when it ends or overruns.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from minifw_course.sandbox import RunUser, run_child
 from minifw_course.tasks import COURSE_TASKS
 
 PLUGIN_MODULE = "_minifw_course_recorder"
+RECORD_OPTION = "--minifw-record-fd"
 STAFF_MARKER = "staff"
 # Tests that maintain the repository rather than grade a task carry `staff` instead of
 # a task marker. Only these places may hold them (a folder ends with "/").
@@ -45,11 +48,13 @@ class PytestRun:
     timed_out: bool = False
     duration: float = 0.0
     output: str = ""
+    tampered: list[str] = field(default_factory=list)
+    leftovers: int = 0
 
     def describe_exit(self) -> str:
         """Say in words why the run ended early, or "" when it finished normally."""
         if self.timed_out:
-            return f"timed out after {self.duration:.0f} s (the process group was killed)"
+            return f"timed out after {self.duration:.0f} s (every process of the run was killed)"
         if self.finished:
             return ""
         code = self.returncode
@@ -62,15 +67,40 @@ class PytestRun:
         return f"the Python interpreter exited with code {code} before pytest finished"
 
 
-def child_environment(repo: Path, plugin_dir: Path) -> dict[str, str]:
-    """The environment of a pytest child: the repository first on the import path."""
-    env = dict(os.environ)
-    parts = [str(repo), str(plugin_dir)]
-    if env.get("PYTHONPATH"):
-        parts.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(parts)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
+def install_plugin(folder: Path) -> Path:
+    """Copy the recorder into `folder` under PLUGIN_MODULE's name, readable by everyone."""
+    folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+    target = folder / f"{PLUGIN_MODULE}.py"
+    shutil.copyfile(Path(__file__).with_name("pytest_plugin.py"), target)
+    target.chmod(0o444)
+    folder.chmod(0o555)
+    return folder
+
+
+@contextmanager
+def workspace(folder: Path | None = None) -> Iterator[Path]:
+    """`folder`, or a temporary folder (removed after) that other users may traverse."""
+    if folder is not None:
+        yield folder
+        return
+    temp = Path(tempfile.mkdtemp(prefix="minifw-course-"))
+    try:
+        temp.chmod(0o755)
+        yield temp
+    finally:
+        remove_tree(temp)
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a folder, read-only parts included."""
+
+    def retry(function: Any, name: str, _info: Any) -> None:
+        Path(name).parent.chmod(0o755)
+        Path(name).chmod(0o755)
+        function(name)
+
+    if path.exists():
+        shutil.rmtree(path, onerror=retry)
 
 
 def run_pytest(
@@ -78,68 +108,58 @@ def run_pytest(
     args: Sequence[str],
     timeout: float,
     python: str = sys.executable,
+    user: RunUser | None = None,
+    work: Path | None = None,
 ) -> PytestRun:
     """Run `python -m pytest ARGS` in `repo` with the recorder and gather its events.
 
-    Never raises for what the child does: a crash, an exit or a hang (killed after
-    `timeout` seconds, with its whole process group) shows in the returned run.
+    `user` is who the child runs as (default: the caller's user); `work` is a folder for
+    the plugin and the scratch folders (default: a temporary one). Never raises for what
+    the child does: a crash, an exit or a hang (killed after `timeout` seconds, with every
+    process of the run) shows in the returned run.
     """
     repo = repo.resolve()
-    with tempfile.TemporaryDirectory(prefix="minifw-course-") as scratch_name:
-        scratch = Path(scratch_name)
-        plugin_source = Path(__file__).with_name("pytest_plugin.py").read_text("utf-8")
-        (scratch / f"{PLUGIN_MODULE}.py").write_text(plugin_source, "utf-8")
-        events = scratch / "events.jsonl"
-        log = scratch / "output.txt"
-        command = [python, "-m", "pytest", "-p", PLUGIN_MODULE, f"--minifw-record={events}"]
-        command += ["-p", "no:cacheprovider", *args]
-        run = PytestRun()
-        with log.open("wb") as sink:
-            proc = subprocess.Popen(
-                command,
-                cwd=repo,
-                env=child_environment(repo, scratch),
-                stdin=subprocess.DEVNULL,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            started = time.monotonic()
-            try:
-                run.returncode = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                run.timed_out = True
-                _kill_group(proc)
-                run.returncode = proc.wait()
-            run.duration = time.monotonic() - started
-        run.output = log.read_text("utf-8", errors="replace")
-        if events.exists():
-            _read_events(events, run)
+    with workspace(work) as folder:
+        plugin = folder / "plugin"
+        if not (plugin / f"{PLUGIN_MODULE}.py").is_file():
+            install_plugin(plugin)
+
+        def command(fd: int) -> list[str]:
+            return [python, "-m", "pytest", "-p", PLUGIN_MODULE, f"{RECORD_OPTION}={fd}",
+                    "-p", "no:cacheprovider", *args]  # fmt: skip
+
+        path = os.pathsep.join([str(plugin), str(repo), os.environ.get("PYTHONPATH", "")])
+        extra = {"PYTHONPATH": path.rstrip(os.pathsep)}
+        child = run_child(command, repo, folder / "scratch", timeout, user or RunUser(), extra)
+    run = PytestRun(returncode=child.returncode, timed_out=child.timed_out)
+    run.duration, run.output, run.leftovers = child.duration, child.output, child.leftovers
+    read_events(child.events, run)
     return run
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-
-
-def _read_events(path: Path, run: PytestRun) -> None:
-    for line in path.read_text("utf-8", errors="replace").splitlines():
+def read_events(data: bytes, run: PytestRun) -> None:
+    """Fold the recorder's JSON lines into `run`; a second result for a test is tampering."""
+    for line in data.decode("utf-8", errors="replace").splitlines():
         try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
+            _fold(json.loads(line), run)
+        except (json.JSONDecodeError, AttributeError, KeyError, TypeError):
             continue  # a line cut short when the child died
-        kind = event.get("event")
-        if kind == "collected":
-            run.collected[event["nodeid"]] = event
-        elif kind == "result":
-            run.results[event["nodeid"]] = event
-        elif kind == "collect_error":
-            run.collect_errors.append(event)
-        elif kind == "finished":
-            run.finished = True
+
+
+def _fold(event: dict[str, Any], run: PytestRun) -> None:
+    kind = event.get("event")
+    if kind == "collected":
+        run.collected[event["nodeid"]] = event
+    elif kind == "result":
+        if event["nodeid"] in run.results:
+            run.tampered.append(f"two results for {event['nodeid']}")
+        run.results[event["nodeid"]] = event
+    elif kind == "collect_error":
+        run.collect_errors.append(event)
+    elif kind == "tamper":
+        run.tampered += [str(name) for name in event.get("names", [])]
+    elif kind == "finished":
+        run.finished = True
 
 
 def collect(repo: Path, timeout: float = 300.0, paths: Sequence[str] = ("tests",)) -> PytestRun:

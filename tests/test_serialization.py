@@ -6,7 +6,14 @@ import io
 import json
 import math
 import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+import tracemalloc
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,3 +162,135 @@ def test_unsupported_objects_are_refused_with_their_location(tmp_path):
     with pytest.raises(TypeError, match="dict key of type tuple"):
         save({(1, 2): 3}, tmp_path / "x.mfz")
     assert not (tmp_path / "x.mfz").exists()
+
+
+def _write_checkpoint(path, manifest_root, writer=np.savez, **arrays):
+    """A file in the checkpoint format with a hand-written manifest root node."""
+    manifest = {"format": "minifw", "version": 1, "root": manifest_root}
+    blob = np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8)
+    with open(path, "wb") as stream:
+        writer(stream, **arrays, **{MANIFEST: blob})
+
+
+def _node(key, shape, dtype="float64"):
+    return {"type": "tensor", "key": key, "dtype": dtype, "shape": shape,
+            "requires_grad": False, "device": "cpu"}  # fmt: skip
+
+
+def test_compressed_members_are_refused_before_they_inflate(tmp_path):
+    path = tmp_path / "bomb.mfz"
+    cells = 8 * 2**20  # 64 MB of zeros deflate to about 64 KB
+    _write_checkpoint(path, _node("t0", [cells]), np.savez_compressed, t0=np.zeros(cells))
+    assert path.stat().st_size < 2**20
+    tracemalloc.start()
+    try:
+        with pytest.raises(SerializationError, match="compressed"):
+            load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 2**20, f"refusing a compressed member took {peak} bytes"
+
+
+def test_loading_holds_one_copy_of_each_array(tmp_path):
+    path = tmp_path / "big.mfz"
+    array = np.arange(8 * 2**20, dtype=np.float64)  # 64 MB
+    save({"w": mf.tensor(array)}, path)
+    del array
+    tracemalloc.start()
+    try:
+        back = load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * 64 * 2**20, f"loading a 64 MB array peaked at {peak / 2**20:.0f} MB"
+    assert back["w"].shape == (8 * 2**20,) and back["w"][-1].item() == 8 * 2**20 - 1
+    stream = io.BytesIO(path.read_bytes())
+    assert load(stream)["w"][123].item() == 123.0
+
+
+def test_a_second_node_for_a_loaded_array_is_validated_too(tmp_path):
+    path = tmp_path / "twice.mfz"
+    root = {"type": "list", "items": [_node("t0", [4]), _node("t0", [2, 2])]}
+    _write_checkpoint(path, root, t0=np.ones(4))
+    with pytest.raises(SerializationError, match=r"t0 should be float64 \[2, 2\]"):
+        load(path)
+    root["items"][1] = _node("t0", [4], "float32")
+    _write_checkpoint(path, root, t0=np.ones(4))
+    with pytest.raises(SerializationError, match=r"t0 should be float32 \[4\]"):
+        load(path)
+
+
+def test_a_header_that_lies_about_the_size_is_refused_before_allocating(tmp_path):
+    path = tmp_path / "liar.mfz"
+    _write_checkpoint(path, _node("t0", [3]), t0=np.ones(3))
+    raw = path.read_bytes()
+    small, big = b"(3,), }" + b" " * 10, b"(99999999999,), }"  # 800 GB, same header size
+    huge = raw.replace(small, big)
+    assert huge != raw and len(huge) == len(raw)
+    path.write_bytes(huge)
+    with pytest.raises(SerializationError):
+        load(path)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_saved_files_respect_the_umask(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        save({"w": mf.ones(2)}, tmp_path / "ckpt.mfz")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "ckpt.mfz").stat().st_mode) == mode
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+def test_overwriting_a_checkpoint_keeps_its_permissions(tmp_path):
+    path = tmp_path / "ckpt.mfz"
+    save({"step": 1}, path)
+    path.chmod(0o640)
+    save({"step": 2}, path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640 and load(path) == {"step": 2}
+
+
+_STUCK_SAVE = """
+import sys, time
+import numpy as np
+import minifw as mf
+from minifw import serialization
+
+def stuck(file, **arrays):
+    file.write(b"half a checkpoint")
+    file.flush()
+    print("writing", flush=True)
+    time.sleep(600)
+
+np.savez = stuck
+serialization.save({"w": mf.ones(3)}, sys.argv[1])
+"""
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+def test_temp_files_of_killed_saves_are_removed_by_the_next_save(tmp_path):
+    path = tmp_path / "ckpt.mfz"
+    save({"step": 0}, path)
+    root = Path(__file__).resolve().parents[1]
+    child = subprocess.Popen(
+        [sys.executable, "-c", _STUCK_SAVE, str(path)], cwd=root, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
+        (temp,) = [name for name in os.listdir(tmp_path) if name != "ckpt.mfz"]
+        old = time.time() - 3600
+        os.utime(tmp_path / temp, (old, old))
+        save({"step": 1}, path)  # the child still runs: its temp file stays
+        assert sorted(os.listdir(tmp_path)) == sorted(["ckpt.mfz", temp])
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()  # type: ignore[union-attr]
+    save({"step": 2}, path)
+    assert os.listdir(tmp_path) == ["ckpt.mfz"] and load(path) == {"step": 2}

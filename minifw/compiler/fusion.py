@@ -14,18 +14,30 @@ may broadcast.
 cell it reads each operand once, evaluates the members with the scalar functions
 of `operators.py` rounded to each member's dtype, exactly as the unfused kernels
 store them, and writes the outputs still needed), saves it under `cache_dir()`
-named by its hash and imports it, so Numba's disk cache (`cache=True`) works
-across processes as it does for `fast_ops.py`.
+named by its hash and runs it as a module, so Numba's disk cache (`cache=True`)
+works across processes as it does for `fast_ops.py`.
+
+The cache folder is private: created with mode 0o700, and an existing one must be
+owned by this user and writable by no one else, or another local user could plant
+code (or Numba cache pickles) that runs in this process. `set_cache_dir` refuses an
+unsafe folder with PermissionError; for the automatic choice (NUMBA_CACHE_DIR,
+~/.cache, the temp dir) an unsafe folder is skipped with a `CacheDirWarning`, down to
+a fresh private temp folder. A cached file is never imported from disk: the module
+runs the source generated in this process, and a file whose text differs from it is
+rewritten (with a warning) before Numba looks up its cache.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import importlib.util
 import os
+import stat
 import sys
 import tempfile
 import threading
+import types
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +64,15 @@ _CASTS = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64"}
 _cache_dir: list[Path | None] = [None]
 _kernels: dict[tuple[str, Path], Any] = {}
 _kernel_lock = threading.Lock()
+_dir_lock = threading.Lock()
+
+
+class CacheDirWarning(UserWarning):
+    """A kernel cache folder or file was unsafe or tampered with; minifw worked around it."""
+
+
+class UnsafeCacheDirError(PermissionError):
+    """A kernel cache folder that another user owns or may write to."""
 
 
 @dataclass(slots=True, eq=False)
@@ -357,30 +378,97 @@ def broadcast_strides(ref: Ref, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def cache_dir() -> Path:
-    """Where generated kernels are written: NUMBA_CACHE_DIR/minifw-fused or ~/.cache."""
-    if _cache_dir[0] is None:
-        numba_dir = getattr(numba.config, "CACHE_DIR", "")
-        if numba_dir:
-            chosen = Path(numba_dir) / "minifw-fused"
-        else:
-            chosen = Path.home() / ".cache" / "minifw" / "fused"
-        try:
-            chosen.mkdir(parents=True, exist_ok=True)
-            probe = tempfile.NamedTemporaryFile(dir=chosen)  # noqa: SIM115 - a write probe
-            probe.close()
-        except OSError:
-            chosen = Path(tempfile.gettempdir()) / f"minifw-fused-{os.getuid()}"
-            chosen.mkdir(parents=True, exist_ok=True)
-        _cache_dir[0] = chosen
+    """Where generated kernels are written: NUMBA_CACHE_DIR/minifw-fused or ~/.cache.
+
+    Falls back to TMPDIR/minifw-fused-UID when that place cannot be written, and to a
+    fresh private temp folder when the folders tried are unsafe (warning which and why).
+    """
+    with _dir_lock:
+        chosen = _cache_dir[0]
+        if chosen is None:
+            chosen = _cache_dir[0] = _default_cache_dir()
         return chosen
-    return _cache_dir[0]
 
 
 def set_cache_dir(path: str | os.PathLike[str] | None) -> None:
-    """Write generated kernels under `path` from now on (None: the default place)."""
-    _cache_dir[0] = None if path is None else Path(path)
-    if path is not None:
-        Path(path).mkdir(parents=True, exist_ok=True)
+    """Write generated kernels under `path` from now on (None: the default place).
+
+    Raises:
+        PermissionError: `path` belongs to another user or others may write to it
+            (`UnsafeCacheDirError`), or it cannot be created.
+    """
+    chosen = None if path is None else private_dir(Path(path))
+    with _dir_lock:
+        _cache_dir[0] = chosen
+
+
+def private_dir(path: Path) -> Path:
+    """`path`, created with mode 0o700 (parents too) if missing, after checking it is safe.
+
+    Raises:
+        UnsafeCacheDirError: it is owned by another user or writable by group or others.
+        OSError: it cannot be created, or is not a folder.
+    """
+    for folder in [*reversed(path.parents), path]:
+        if not folder.exists():
+            with contextlib.suppress(FileExistsError):  # made meanwhile by another process
+                folder.mkdir(mode=0o700)
+    _check_private(path)
+    return path
+
+
+def _check_private(path: Path) -> None:
+    """Raise unless `path` is a folder this user owns and only this user may write."""
+    status = path.stat()
+    if not stat.S_ISDIR(status.st_mode):
+        raise NotADirectoryError(f"kernel cache folder {path} is not a folder")
+    if not hasattr(os, "getuid"):  # Windows: access is by ACLs, not owner and mode bits
+        return
+    mode = stat.S_IMODE(status.st_mode)
+    if status.st_uid != os.getuid():
+        problem = f"belongs to uid {status.st_uid}, not to this user (uid {os.getuid()})"
+    elif mode & 0o022:
+        who = " and ".join(w for bit, w in ((0o020, "group"), (0o002, "others")) if mode & bit)
+        problem = f"is writable by {who} (mode {mode:o})"
+    else:
+        return
+    raise UnsafeCacheDirError(
+        f"kernel cache folder {path} {problem}: another user could plant code there that "
+        f"mf.compile would run; use a folder only you can write (chmod 700)"
+    )
+
+
+def _default_cache_dir() -> Path:
+    """The first safe, writable default folder, else a fresh private temp folder."""
+    numba_dir = getattr(numba.config, "CACHE_DIR", "")
+    candidates = [Path(numba_dir) / "minifw-fused"] if numba_dir else []
+    if not numba_dir:
+        with contextlib.suppress(RuntimeError):  # no home folder to be found
+            candidates.append(Path.home() / ".cache" / "minifw" / "fused")
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    candidates.append(Path(tempfile.gettempdir()) / f"minifw-fused-{uid}")
+    unsafe = []
+    for candidate in candidates:
+        try:
+            private_dir(candidate)
+            probe = tempfile.NamedTemporaryFile(dir=candidate)  # noqa: SIM115 - a write probe
+            probe.close()
+        except UnsafeCacheDirError as error:
+            unsafe.append(str(error))
+            continue
+        except OSError:
+            continue
+        chosen = candidate
+        break
+    else:
+        chosen = Path(tempfile.mkdtemp(prefix="minifw-fused-"))  # mode 0o700, a new name
+    if unsafe:
+        warnings.warn(
+            f"mf.compile: {'; '.join(unsafe)}. Generated kernels go to {chosen} instead.",
+            CacheDirWarning,
+            stacklevel=3,
+        )
+    return chosen
 
 
 def _salt() -> str:
@@ -397,26 +485,50 @@ _SALT = _salt()
 
 
 def fused_kernel(source: str) -> tuple[Any, Path]:
-    """The compiled kernels of `source` (parallel, serial) and its file (written first if new)."""
+    """The compiled kernels of `source` (parallel, serial) and its file (written first if new).
+
+    The module runs `source` itself, never what the file holds; a file whose text differs
+    is rewritten first (so Numba's cache, keyed by the file, matches the code run).
+    """
     digest = hashlib.sha256((_SALT + source).encode()).hexdigest()[:24]
     path = cache_dir() / f"fused_{digest}.py"
     with _kernel_lock:
         if (digest, path) in _kernels:
             return _kernels[digest, path], path
-        if not path.exists():
-            handle, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                stream.write(source)
-            os.replace(temp, path)
+        _write_verified(path, source)
         name = f"minifw_fused_{digest}"  # numba's cache finds the module by this name
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
+        module = types.ModuleType(name)
+        module.__file__ = str(path)
         sys.modules[name] = module
-        spec.loader.exec_module(module)
+        exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 - our own source
         _kernels[digest, path] = (module.kernel, module.kernel_serial)
         return _kernels[digest, path], path
 
 
-__all__ = ["Group", "SCALAR", "broadcast_strides", "cache_dir", "fusable", "fused_kernel",
-           "kernel_source", "leaf_access", "plan_fusion", "set_cache_dir"]  # fmt: skip
+def _write_verified(path: Path, source: str) -> None:
+    """Make the file at `path` hold exactly `source` (atomically), warning if it held else."""
+    wanted = source.encode("utf-8")
+    try:
+        held = path.read_bytes()
+    except FileNotFoundError:
+        held = None
+    if held == wanted:
+        return
+    if held is not None:
+        warnings.warn(
+            f"mf.compile: cached kernel {path} did not match its name's hash (tampered with or "
+            "corrupted); it was not run, and is rewritten",
+            CacheDirWarning,
+            stacklevel=4,
+        )
+        for stale in path.parent.glob(f"__pycache__/{path.stem}.*"):  # numba's index, code
+            stale.unlink(missing_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(wanted)
+    os.replace(temp, path)
+
+
+__all__ = ["CacheDirWarning", "Group", "SCALAR", "UnsafeCacheDirError", "broadcast_strides",
+           "cache_dir", "fusable", "fused_kernel", "kernel_source", "leaf_access",
+           "plan_fusion", "private_dir", "set_cache_dir"]  # fmt: skip

@@ -79,13 +79,13 @@ def ne(x: float, y: float) -> float:
 
 
 def max(x: float, y: float) -> float:
-    """Return the larger of x and y (x when they are equal)."""
-    return x if x >= y else y
+    """Return the larger of x and y (x when they are equal; nan if either is nan, as PyTorch)."""
+    return x if x >= y or x != x else y
 
 
 def min(x: float, y: float) -> float:
-    """Return the smaller of x and y (x when they are equal)."""
-    return x if x <= y else y
+    """Return the smaller of x and y (x when they are equal; nan if either is nan, as PyTorch)."""
+    return x if x <= y or x != x else y
 
 
 def is_close(x: float, y: float) -> float:
@@ -144,17 +144,47 @@ def sqrt(x: float) -> float:
 
 
 def abs(x: float) -> float:
-    """Return |x|."""
-    return x if x >= 0.0 else -x
+    """Return |x| (0. for -0., nan for nan)."""
+    if x > 0.0:
+        return x
+    if x < 0.0:
+        return -x
+    return x - x  # +0. for either zero; nan stays nan
 
 
 def pow(x: float, y: float) -> float:
-    """Return x ** y, nan where the real result does not exist (as PyTorch does)."""
-    if x < 0.0 and y != math.floor(y):
+    """Return x ** y with C's special values, as PyTorch computes them (never an exception).
+
+    x ** 0 and 1 ** y are 1 (even for nan); (-1) ** +-inf is 1; 0 and inf bases give 0 or
+    inf, negative for an odd integer y and a negative base ((-0.) ** -1 = -inf); a negative
+    base to a non-integer power is nan; overflow is inf. Exponents 0.5 and -0.5 are
+    sqrt(x) and 1 / sqrt(x), as in PyTorch.
+    """
+    if y == 0.0 or x == 1.0:
+        return 1.0
+    if x != x or y != y:
         return math.nan
-    if x == 0.0 and y < 0.0:
-        return math.inf
-    return float(x**y)
+    if y == 0.5 or y == -0.5:
+        root = sqrt(x)
+        return root if y > 0.0 else inv(root)
+    if math.isinf(y):
+        if x == -1.0:
+            return 1.0
+        return math.inf if (x > 1.0 or x < -1.0) == (y > 0.0) else 0.0
+    integral = y % 1.0 == 0.0  # not math.floor: compiled, it returns an int64 that wraps
+    negative = x < 0.0 or (x == 0.0 and math.copysign(1.0, x) < 0.0)
+    negative = negative and y % 2.0 == 1.0  # an odd power keeps the sign
+    if x < 0.0 and not integral and not math.isinf(x):
+        return math.nan
+    size = -x if x < 0.0 else x
+    if size == 0.0 or math.isinf(size):
+        big = (size == 0.0) == (y < 0.0)
+        result = math.inf if big else 0.0
+    elif y * math.log(size) > 709.7827128:  # beyond the largest float: Python would raise
+        result = math.inf
+    else:
+        result = float(size) ** float(y)
+    return -result if negative else result
 
 
 def select(mask: float, y: float) -> float:

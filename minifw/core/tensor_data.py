@@ -95,14 +95,45 @@ def normalize_dim(dim: int, ndim: int) -> int:
     return dim % max(ndim, 1)
 
 
+INT64_MAX = 2**63 - 1
+
+
 def as_shape(args: Sequence[Any]) -> Shape:
-    """Accept a shape given as ints or as one tuple/list: f(2, 3) or f((2, 3))."""
+    """Accept a shape given as ints or as one tuple/list: f(2, 3) or f((2, 3)).
+
+    Sizes must be integers (a float is PyTorch's TypeError), not negative, and hold at
+    most 2**63 - 1 cells (PyTorch's RuntimeError), so that no size computed later wraps.
+    """
     if len(args) == 1 and isinstance(args[0], list | tuple):
         args = args[0]
-    shape = tuple(int(s) for s in args)
+    for i, s in enumerate(args):
+        if isinstance(s, bool) or not hasattr(s, "__index__"):
+            raise TypeError(
+                f"size must be a tuple of ints, but found element of type {type(s).__name__} "
+                f"at pos {i} (size {tuple(args)})"
+            )
+    shape = tuple(operator.index(s) for s in args)
     if any(s < 0 for s in shape):
         raise RuntimeError(f"negative dimension in shape {shape}")
+    if cells_overflow(shape):
+        raise RuntimeError(
+            f"Storage size calculation overflowed with sizes={list(shape)}: more than "
+            f"2**63 - 1 cells"
+        )
     return shape
+
+
+def cells_overflow(shape: Sequence[int]) -> bool:
+    """True if the product of the nonzero sizes of `shape` exceeds int64 (as PyTorch checks).
+
+    Zero sizes are skipped: a (0, 2**40, 2**40) tensor holds no cell, but its row-major
+    strides and any later size computed from its dims would still wrap.
+    """
+    n = 1
+    for s in shape:
+        if s:
+            n *= s
+    return n > INT64_MAX
 
 
 def numel_of(shape: Sequence[int]) -> int:
@@ -153,14 +184,34 @@ def _shape_entry(shape: Sequence[int]) -> tuple[Shape, Index, Strides, Index, in
 
 
 def _new_shape_entry(ints: Shape) -> tuple[Shape, Index, Strides, Index, int]:
-    """The `_shape_entry` of a shape not seen before."""
+    """The `_shape_entry` of a shape not seen before; refuses one whose cells overflow int64."""
+    if cells_overflow(ints):
+        raise RuntimeError(
+            f"numel: integer multiplication overflow (shape {ints} holds more than "
+            f"2**63 - 1 cells)"
+        )
     rows = strides_from_shape(ints)
     return (ints, _index_array(ints), rows, _index_array(rows), numel_of(ints))
 
 
 def _strides_entry(strides: Sequence[int]) -> tuple[Strides, Index]:
     """(strides as ints, their int64 array)."""
-    return _cached(_STRIDES, strides, lambda ints: (ints, _index_array(ints)))  # type: ignore[no-any-return]
+    return _cached(_STRIDES, strides, _new_strides_entry)  # type: ignore[no-any-return]
+
+
+def _new_strides_entry(ints: Strides) -> tuple[Strides, Index]:
+    """The `_strides_entry` of strides not seen before; refuses negative or huge strides.
+
+    Kernels and the bounds check assume strides >= 0 (as PyTorch's as_strided does).
+    """
+    if any(st < 0 for st in ints):
+        raise RuntimeError(
+            f"as_strided: Negative strides are not supported at the moment, got strides: "
+            f"{list(ints)} (minifw views never step backwards; copy the cells instead)"
+        )
+    if any(st > INT64_MAX for st in ints):
+        raise RuntimeError(f"strides {list(ints)} overflow int64")
+    return ints, _index_array(ints)
 
 
 class TensorData:

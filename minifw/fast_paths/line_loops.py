@@ -258,15 +258,25 @@ def _fold(op: int, acc: Any, a: Any, p: int, step: int, n: int) -> Any:
     """Return `acc` folded with binary(op) over a[p + k * step] for k < n.
 
     Sum and max get a loop of their own, where the op is a constant: the compiler drops
-    the dispatch and vectorises sums (`reassoc`). Positions are never negative; an
-    unsigned index spares Numba's wraparound check, which would block vectorising.
+    the dispatch and vectorises sums (`reassoc`). Max (which propagates nan, so LLVM
+    does not vectorise it) runs four independent chains that overlap in the pipeline.
+    Positions are never negative; an unsigned index spares Numba's wraparound check,
+    which would block vectorising.
     """
     if op == ADD:
         for k in range(n):
             acc = binary(ADD, acc, a[np.uint64(p + k * step)])
     elif op == MAX:
-        for k in range(n):
+        acc1, acc2, acc3, k = acc, acc, acc, 0
+        while k + 4 <= n:
             acc = binary(MAX, acc, a[np.uint64(p + k * step)])
+            acc1 = binary(MAX, acc1, a[np.uint64(p + (k + 1) * step)])
+            acc2 = binary(MAX, acc2, a[np.uint64(p + (k + 2) * step)])
+            acc3 = binary(MAX, acc3, a[np.uint64(p + (k + 3) * step)])
+            k += 4
+        for j in range(k, n):
+            acc = binary(MAX, acc, a[np.uint64(p + j * step)])
+        acc = binary(MAX, binary(MAX, acc, acc1), binary(MAX, acc2, acc3))
     else:
         for k in range(n):
             acc = binary(op, acc, a[np.uint64(p + k * step)])

@@ -98,6 +98,16 @@ class EmbeddingLookup(Function):
         return tensor(total, dtype=grad.dtype, backend=grad.backend), None, None
 
 
+def checked_padding_idx(padding_idx: int, num_embeddings: int) -> int:
+    """`padding_idx` in [0, num_embeddings): negatives wrap, others raise as PyTorch does."""
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise AssertionError(
+            f"Padding_idx must be within num_embeddings, got {padding_idx} for "
+            f"{num_embeddings} embeddings"
+        )
+    return padding_idx % num_embeddings
+
+
 def embedding(
     input: Tensor,
     weight: Tensor,
@@ -117,8 +127,8 @@ def embedding(
         raise IndexError(
             f"index out of range in self: index {bad} for an embedding of {weight.shape[0]} rows"
         )
-    if padding_idx is not None and padding_idx < 0:
-        padding_idx += weight.shape[0]
+    if padding_idx is not None:
+        padding_idx = checked_padding_idx(padding_idx, weight.shape[0])
     return EmbeddingLookup.apply(weight, input, padding_idx)  # type: ignore[no-any-return]
 
 

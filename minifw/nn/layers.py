@@ -246,11 +246,7 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise AssertionError(
-                    f"Padding_idx must be within num_embeddings, got {padding_idx}"
-                )
-            padding_idx %= num_embeddings
+            padding_idx = F.checked_padding_idx(padding_idx, num_embeddings)
         self.padding_idx = padding_idx
         rows = generator().standard_normal((num_embeddings, embedding_dim))
         if padding_idx is not None:

@@ -16,7 +16,7 @@ import numpy as np
 from minifw.core import operators as ops
 from minifw.nn.activation import log_softmax
 from minifw.nn.module import Module
-from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.functions import Function, FunctionCtx, Where
 from minifw.tensor.tensor import Tensor, tensor
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -93,11 +93,16 @@ class MaskedSum(Function):
     def forward(  # type: ignore[override]
         ctx: FunctionCtx, x: Tensor, mask: Tensor, empty: bool
     ) -> Tensor:
-        """One product and one reduction over its cells viewed 1-D; nan if `empty`."""
+        """Picked cells times the mask, summed over its cells viewed 1-D; nan if `empty`.
+
+        Cells the mask does not pick are read as 0 (SELECT), not multiplied by 0: a
+        masked -inf logit would give -inf * 0 = nan.
+        """
         ctx.mask = mask
         if empty:  # a mean over no targets, as PyTorch: nan (and zero gradients)
             return x._scalar_like(float("nan"))
-        total = x._zip(ops.MUL, mask)._flat()._reduce(ops.ADD, 0)
+        picked = mask._zip(ops.SELECT, x)
+        total = picked._zip(ops.MUL, mask)._flat()._reduce(ops.ADD, 0)
         scalar = total._data.view(())
         assert scalar is not None
         return total._new(scalar)
@@ -139,22 +144,24 @@ def nll_loss(
     count = np.count_nonzero(onehot)
     fold = reduction != "none" and input.dtype.is_floating_point
     if fold and (weight is None or (reduction == "mean" and not count)):
-        # One node, two launches: the -1 (and 1 / count for "mean") folded into the mask.
+        # One node, three launches: the -1 (and 1 / count for "mean") folded into the mask.
         # A mean over no targets is nan with zero gradients, as in PyTorch.
         scale = -1.0 / count if reduction == "mean" and count else -1.0
         host = np.multiply(onehot, scale, dtype=input.dtype.numpy)
         mask = input._new(input.backend.from_numpy(host))
         return MaskedSum.apply(input, mask, reduction == "mean" and not count)
+    # Unpicked cells read as 0, never multiplied by 0 (a -inf logit: -inf * 0 = nan).
+    hits = tensor(onehot, dtype=input.dtype, backend=input.backend)
+    chosen = Where.apply(hits, input, input._scalar_like(0))
     if weight is not None:
-        mask = tensor(onehot, dtype=input.dtype, backend=input.backend)
-        mask = mask * weight.to(input.dtype).view(*shape)
-        losses = -(input * mask).sum(cls)
+        mask = hits * weight.to(input.dtype).view(*shape)
+        losses = -(chosen * mask).sum(cls)
         if reduction == "mean":
             return losses.sum() / mask.sum()
         return _reduce(losses, reduction)
     # -(x * m) summed equals (x * -m) summed exactly (negation never rounds).
     negated = tensor(-onehot.astype(input.dtype.numpy), backend=input.backend)
-    losses = (input * negated).sum(cls)
+    losses = (chosen * negated).sum(cls)
     if reduction == "mean":
         return losses.sum() / float(count)
     return _reduce(losses, reduction)
@@ -214,6 +221,17 @@ class BinaryCrossEntropy(Function):
         return grad_x, grad_t
 
 
+def _check_probabilities(name: str, t: Tensor) -> None:
+    """PyTorch's RuntimeError unless every cell of `t` lies in [0, 1] (nan does not)."""
+    x = t.detach()
+    outside = t.numel() - ((x >= 0.0) * (x <= 1.0)).sum().item()
+    if outside:
+        raise RuntimeError(
+            f"all elements of {name} should be between 0 and 1 ({int(outside)} of the "
+            f"{t.numel()} cells of the {name} of shape {t.shape} are not, nan included)"
+        )
+
+
 def binary_cross_entropy(
     input: Tensor,  # noqa: A002
     target: Tensor,
@@ -229,12 +247,8 @@ def binary_cross_entropy(
         )
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"binary_cross_entropy: expected a float input, got {input.dtype}")
-    outside = ((input.detach() < 0.0) + (input.detach() > 1.0)).sum().item()
-    if outside:
-        raise RuntimeError(
-            f"all elements of input should be between 0 and 1 ({int(outside)} of the "
-            f"{input.numel()} cells of the input of shape {input.shape} are not)"
-        )
+    for name, values in (("input", input), ("target", target)):
+        _check_probabilities(name, values)
     loss = BinaryCrossEntropy.apply(input, target.to(input.dtype))
     if weight is not None:
         loss = loss * weight.to(input.dtype)

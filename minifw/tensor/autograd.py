@@ -167,3 +167,50 @@ class RemovableHook:
         """Unregister the hook (again is fine)."""
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
+
+
+def check_hook_result(hook: Any, grad: Tensor, result: Any) -> None:
+    """Raise PyTorch's error if a gradient hook returned other than a tensor like `grad`."""
+    if not is_tensor(result):
+        raise TypeError(
+            f"expected Variable, but hook returned '{type(result).__name__}' (a gradient "
+            f"hook returns None or a tensor of the gradient's shape {grad.shape})"
+        )
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if result.shape != grad.shape:
+        raise RuntimeError(
+            f"hook '{name}' has changed the size of value (was {grad.shape}, got {result.shape})"
+        )
+    if result.dtype is not grad.dtype or result.device != grad.device:
+        raise RuntimeError(
+            f"hook '{name}' has changed the type of value (was {grad.device} {grad.dtype}, "
+            f"got {result.device} {result.dtype})"
+        )
+
+
+def check_assigned_grad(t: Tensor, grad: Any) -> None:
+    """Raise PyTorch's error if `grad` (not None) cannot be `t.grad`."""
+    if not is_tensor(grad):
+        raise TypeError(
+            f"assigned grad expected to be a Tensor or None but got grad of type "
+            f"{type(grad).__name__}"
+        )
+    if grad is t:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if grad.dtype is not t.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{grad.dtype.name}' to a tensor with "
+            f"grad_dtype '{t.dtype.name}'. The gradient must match the tensor's dtype"
+        )
+    if grad.device != t.device:
+        raise RuntimeError(
+            f"attempting to assign a gradient with device type '{grad.device}' to a tensor "
+            f"with device type '{t.device}'. Please ensure that the gradient and the tensor "
+            f"are on the same device"
+        )
+    if grad.shape != t.shape:
+        raise RuntimeError(
+            f"attempting to assign a gradient of size '{list(grad.shape)}' to a tensor of "
+            f"size '{list(t.shape)}'. Please ensure that the gradient and the tensor are the "
+            f"same size"
+        )

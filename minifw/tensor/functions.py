@@ -702,9 +702,11 @@ class MaxAll(Function):
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        """Grad / (number of maxima) at each maximum."""
+        """Grad / (number of maxima) at each maximum (at each nan if the max is nan)."""
         a, out = ctx.saved_tensors
         mask = a._zip(ops.EQ, out)
+        if a.dtype.is_floating_point:  # a nan max: a holds nans, and only they count
+            mask = mask._zip(ops.ADD, a._zip(ops.NE, a))
         return mask * (grad / mask.sum())
 
     # END TASK 2.4

@@ -34,6 +34,8 @@ from minifw.tensor.autograd import (
     Gradient,
     Node,
     RemovableHook,
+    check_assigned_grad,
+    check_hook_result,
     owned_gradients,
     recorded_inputs,
 )
@@ -83,7 +85,7 @@ class Tensor:
     """
 
     __slots__ = (
-        "_data", "backend", "dtype", "history", "grad", "_requires_grad", "_retains_grad",
+        "_data", "backend", "dtype", "history", "_grad", "_requires_grad", "_retains_grad",
         "_grad_fn", "_hooks", "_base", "_replaced", "_leaf_node", "__weakref__",
     )  # fmt: skip
     _is_minifw_tensor = True
@@ -92,7 +94,7 @@ class Tensor:
     backend: TensorBackend
     dtype: dtypes.DType
     history: History | None
-    grad: Tensor | None
+    _grad: Tensor | None
     _requires_grad: bool
     _retains_grad: bool
     _grad_fn: Node | None
@@ -109,7 +111,7 @@ class Tensor:
         storage_dtype = data.base.dtype
         self.dtype = dtypes.BY_NUMPY.get(storage_dtype) or dtypes.from_numpy_dtype(storage_dtype)
         self.history = None
-        self.grad = None
+        self._grad = None
         self._requires_grad = False
         self._retains_grad = False
         self._grad_fn = None
@@ -219,6 +221,18 @@ class Tensor:
         if self._grad_fn is None:
             self._grad_fn = Node(self.history)
         return self._grad_fn  # type: ignore[no-any-return]
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient backward accumulated here (None until then), as PyTorch's `.grad`."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        """Set `.grad` to None or to a tensor of this tensor's shape, dtype and device."""
+        if value is not None:
+            check_assigned_grad(self, value)
+        self._grad = value
 
     def retain_grad(self) -> None:
         """Keep `.grad` for this non-leaf tensor after backward (a no-op on leaves)."""
@@ -333,7 +347,7 @@ class Tensor:
         """Add `x` (a tensor or a `Gradient`) to `.grad` (leaves only)."""
         owned = isinstance(x, Gradient) and x.owned and not self._hooks
         grad = x.tensor if isinstance(x, Gradient) else x
-        added = self.grad is not None
+        added = self._grad is not None
         self._accumulate(self._run_hooks(grad), owned)
         if anyone_listening[0]:
             hooks.leaf_grad(self, added)
@@ -341,15 +355,17 @@ class Tensor:
     def _accumulate(self, x: Tensor, owned: bool = False) -> None:
         """Add `x` to `.grad`; a first gradient is copied unless `owned` (see `Gradient`)."""
         x = x.detach()
-        if self.grad is not None:
-            self.grad = self.grad._zip(ops.ADD, x)
+        if self._grad is not None:
+            self._grad = self._grad._zip(ops.ADD, x)
         else:
-            self.grad = x if owned else x._copy()
+            self._grad = x if owned else x._copy()
 
     def _run_hooks(self, grad: Tensor) -> Tensor:
+        """Pass `grad` through the hooks; each may return a replacement of its kind."""
         for hook in list(self._hooks):
             result = hook(grad)
             if result is not None:
+                check_hook_result(hook, grad, result)
                 grad = result
         return grad
 
@@ -413,7 +429,20 @@ class Tensor:
             base = self.to(dtypes.get_default_dtype())
         elif not self.dtype.is_floating_point and exponent < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
+        elif not self.dtype.is_floating_point:
+            return self._int_pow(int(exponent))
         return Pow.apply(base, exponent)
+
+    def _int_pow(self, p: int) -> Tensor:
+        """Self ** p for an int64 tensor and p >= 0: exact, wrapping on overflow like PyTorch.
+
+        Kernels compute through float64 (exact only up to 2**53), so numpy does it.
+        """
+        if anyone_listening[0]:  # values computed on the host: tell the tools (mf.compile)
+            hooks.host_read(f"int64 ** {p} of a tensor of shape {self.shape}")
+        with np.errstate(over="ignore"):
+            host = np.power(self.backend.to_numpy(self._data), p, dtype=np.int64)
+        return self._new(self.backend.from_numpy(host))
 
     def __rpow__(self, base: Any) -> Tensor:
         if not isinstance(base, int | float) or base <= 0:
@@ -643,6 +672,7 @@ class Tensor:
             _check_nonempty(self, "max")
             return MaxAll.apply(self)
         d = normalize_dim(_int_dim(dim, "max"), self.dim())
+        _check_reduced_dim(self, d, "max")
         indices = self.argmax(d, keepdim=True)
         if self.dim() == 0:
             return MaxResult(self.clone(), indices)
@@ -654,7 +684,8 @@ class Tensor:
         if dim is None:
             _check_nonempty(self, "min")
             return -((-self).max())
-        values, indices = (-self).max(_int_dim(dim, "min"), keepdim)
+        _check_reduced_dim(self, normalize_dim(_int_dim(dim, "min"), self.dim()), "min")
+        values, indices = (-self).max(dim, keepdim)
         return MaxResult(-values, indices)
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
@@ -664,13 +695,15 @@ class Tensor:
             out = flat.argmax(0)
             return out.view(*([1] * self.dim())) if keepdim else out
         d = normalize_dim(_int_dim(dim, "argmax"), self.dim())
-        _check_nonempty(self, "argmax")
+        _check_reduced_dim(self, d, "argmax")
         if self.dim() == 0:
             return self._full((), 0).long()
         with no_grad():
             x = self.detach()
             best = x._reduce(ops.MAX, d)
             hits = x._zip(ops.EQ, best)
+            if x.dtype.is_floating_point:  # a nan is the max (as in PyTorch): mark the nans
+                hits = hits._zip(ops.ADD, x._zip(ops.NE, x))
             shape = [1] * x.dim()
             shape[d] = x.shape[d]
             positions = x._arange(x.shape[d]).view(*shape)
@@ -681,16 +714,26 @@ class Tensor:
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """The index of the (first) smallest value along `dim`."""
+        if dim is not None:
+            d = normalize_dim(_int_dim(dim, "argmin"), self.dim())
+            _check_reduced_dim(self, d, "argmin")
         return (-self.detach()).argmax(dim, keepdim)
 
     # ---- In-place operations -------------------------------------------------------------
 
-    def _inplace(self, compute: Callable[[Tensor], Tensor]) -> Tensor:
-        """Write compute(current value) into self's cells; autograd records the new value."""
+    def _inplace(self, compute: Callable[[Tensor], Tensor], keep_old: bool = False) -> Tensor:
+        """Write compute(current value) into self's cells; autograd records the new value.
+
+        `keep_old`: the recorded op saves the current value for its backward, so it gets
+        a copy of it (the write would otherwise overwrite what the backward reads).
+        """
+        _check_writable_memory(self)
         recording = is_grad_enabled()
         if recording:
             _check_inplace(self, self.requires_grad)
         old = self._retire_history() if recording and self.requires_grad else self.detach()
+        if recording and keep_old:
+            old._data, old._base = self.backend.contiguous(self._data), None
         if recording:
             result = compute(old)
         else:
@@ -712,13 +755,17 @@ class Tensor:
         return self
 
     def _zip_inplace(
-        self: Tensor, op: int, other: Any, compute: Callable[[Tensor], Tensor]
-    ) -> Tensor:
+        self: Tensor, op: int, other: Any, compute: Callable[[Tensor], Tensor],
+        saves_self: bool = False,
+    ) -> Tensor:  # fmt: skip
         """Self = self op other: one launch into self's cells when autograd records nothing.
 
         That is when neither takes part in a recorded graph and other is a float of
         self's dtype whose cells self's writes cannot reach first; otherwise `_inplace`.
+        `saves_self`: the op's backward reads self's old value when other needs a
+        gradient (mul, div), so `_inplace` then keeps a copy of it.
         """
+        _check_writable_memory(self)
         operand = self._operand(other)
         recording = is_grad_enabled()
         if (
@@ -727,7 +774,7 @@ class Tensor:
             or operand.dtype is not self.dtype
             or unsafe_overlap(self._data, operand._data)
         ):
-            return self._inplace(compute)
+            return self._inplace(compute, saves_self and recording and operand.requires_grad)
         if recording:
             _check_inplace(self, False)
         self.backend.zip(op, self._data, operand._data, out=self._data)
@@ -748,11 +795,11 @@ class Tensor:
 
     def mul_(self, other: Any) -> Tensor:
         """Self *= other, in place."""
-        return self._zip_inplace(ops.MUL, other, lambda old: old * other)
+        return self._zip_inplace(ops.MUL, other, lambda old: old * other, saves_self=True)
 
     def div_(self, other: Any) -> Tensor:
         """Self /= other, in place (an error on int64 tensors, as in PyTorch)."""
-        return self._zip_inplace(ops.DIV, other, lambda old: old / other)
+        return self._zip_inplace(ops.DIV, other, lambda old: old / other, saves_self=True)
 
     def zero_(self) -> Tensor:
         """Set every cell to 0."""
@@ -792,6 +839,7 @@ class Tensor:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """`t[key] = value` for tensors that do not take part in autograd."""
+        _check_writable_memory(self)
         value_grad = getattr(value, "_is_minifw_tensor", False) and value.requires_grad
         if is_grad_enabled() and (self.requires_grad or value_grad):
             if self.requires_grad and self.is_leaf:
@@ -1184,10 +1232,13 @@ def shape_arg(args: tuple[Any, ...]) -> tuple[int, ...]:
 
 
 def reduce_dims(dim: Any, ndim: int) -> tuple[int, ...]:
-    """`dim` (None, an int or a tuple, negatives allowed) as sorted non-negative dims."""
-    if dim is None:
-        return tuple(range(ndim))
+    """`dim` (None, an int or a tuple, negatives allowed) as sorted non-negative dims.
+
+    None and an empty tuple or list mean every dim, as in PyTorch's sum and mean.
+    """
     given = tuple(dim) if isinstance(dim, tuple | list) else (dim,)
+    if dim is None or not given:
+        return tuple(range(ndim))
     dims = tuple(sorted({normalize_dim(int(d), ndim) for d in given}))
     if len(dims) != len(given):
         raise RuntimeError(f"dim {given} appears multiple times in the list of dims")
@@ -1201,6 +1252,27 @@ def _int_dim(dim: Any, name: str) -> int:
             f"two tensors is mf.where(a > b, a, b))"
         )
     return dim
+
+
+def _check_reduced_dim(t: Tensor, dim: int, name: str) -> None:
+    """PyTorch's IndexError when `dim` (normalised) of `t` has size 0: nothing to pick from."""
+    if t.dim() and t.shape[dim] == 0:
+        raise IndexError(
+            f"{name}(): Expected reduction dim {dim} to have non-zero size. (input shape "
+            f"{t.shape})"
+        )
+
+
+def _check_writable_memory(t: Tensor) -> None:
+    """Refuse, before any kernel runs, to write into cells of read-only memory."""
+    base = t._data.base
+    if isinstance(base, np.ndarray) and not base.flags.writeable:
+        raise RuntimeError(
+            f"in-place operation on a tensor of shape {t.shape} whose memory is read-only: "
+            "it shares a non-writable numpy array (mf.from_numpy of a read-only or "
+            "np.broadcast_to array). Write into a copy (t = t.clone()) or pass a writable "
+            "array (array.copy())"
+        )
 
 
 def _check_nonempty(t: Tensor, name: str) -> None:

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minifw as mf
+from minifw.backends import cuda_available
 from minifw.compiler.compile import CompiledFunction, CompileWarning
 from minifw.compiler.compile import compile as mf_compile
 from minifw.core import hooks
@@ -306,11 +307,11 @@ def test_unsupported_arguments_run_eagerly_once_warned():
     assert f(mf.ones(2), np.zeros(3)).tolist() == [1.0, 1.0]
 
 
+@pytest.mark.skipif(
+    not cuda_available(),
+    reason="cuda backend: no CUDA GPU here and NUMBA_ENABLE_CUDASIM=1 is not set",
+)
 def test_cuda_backend_replays_without_fusion():
-    from minifw.backends import cuda_available
-
-    if not cuda_available():
-        pytest.skip("cuda backend: no CUDA GPU here and NUMBA_ENABLE_CUDASIM=1 is not set")
     x = mf.tensor([[1.0, -2.0], [0.5, 3.0]], backend="cuda", requires_grad=True)
     f = mf_compile(lambda t: (t * 2.0).relu().sum())
     f(x)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -169,3 +171,90 @@ def test_the_disk_cache_serves_a_second_process(tmp_path):
     assert [r.returncode for r in runs] == [0, 0], runs[1].stderr
     assert [r.stdout.split()[-1] for r in runs] == ["0", "1"]
     assert len(list(tmp_path.glob("fused_*.py"))) == 1
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch):
+    """Forget the chosen cache folder and the loaded kernels (restored afterwards)."""
+    monkeypatch.setattr(_fusion, "_cache_dir", [None])
+    monkeypatch.setattr(_fusion, "_kernels", {})
+    return _fusion
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+posix_only = pytest.mark.skipif(os.name == "nt", reason="POSIX owners and permission bits")
+
+
+@posix_only
+def test_a_planted_kernel_file_is_never_executed(tmp_path, fresh_cache):
+    def f(x):
+        return (x * 3.0).sigmoid().abs()
+
+    fresh_cache.set_cache_dir(tmp_path / "cache")
+    x = values((4, 3), 0)
+    compiled = mf_compile(f)
+    compiled(x)
+    (kernel,) = compiled.plans()[0].fused
+    marker = tmp_path / "planted-code-ran"
+    planted = textwrap.dedent(
+        f"""
+        import pathlib
+        pathlib.Path({str(marker)!r}).write_text("owned")
+        def kernel(*args):
+            pass
+        kernel_serial = kernel
+        """
+    )
+    kernel.path.write_text(planted)
+    fresh_cache._kernels.clear()
+    again = mf_compile(f)
+    with pytest.warns(_fusion.CacheDirWarning, match="did not match"):
+        again(x)
+        got = again(x)
+    assert not marker.exists()
+    assert_close(got, f(x))
+    assert kernel.path.read_text() == kernel.source  # rewritten with the right source
+
+
+@posix_only
+def test_new_cache_folders_are_private(tmp_path, fresh_cache):
+    target = tmp_path / "made" / "for" / "kernels"
+    fresh_cache.set_cache_dir(target)
+    assert fresh_cache.cache_dir() == target
+    assert [_mode(p) for p in (tmp_path / "made", tmp_path / "made" / "for", target)] == [
+        0o700
+    ] * 3
+
+
+@posix_only
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o757, 0o1777])
+def test_a_folder_others_can_write_is_refused(tmp_path, fresh_cache, mode):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(mode)
+    with pytest.raises(PermissionError, match=r"writable by (group|others).*plant code"):
+        fresh_cache.set_cache_dir(shared)
+    assert fresh_cache._cache_dir == [None]
+
+
+@posix_only
+def test_an_unsafe_folder_from_the_environment_falls_back_to_a_private_one(
+    tmp_path, fresh_cache, monkeypatch
+):
+    numba_dir = tmp_path / "numba"
+    (numba_dir / "minifw-fused").mkdir(parents=True)
+    (numba_dir / "minifw-fused").chmod(0o777)
+    monkeypatch.setattr(_fusion.numba.config, "CACHE_DIR", str(numba_dir))
+    monkeypatch.setattr(_fusion.tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    squatted = tmp_path / "tmp" / f"minifw-fused-{os.getuid()}"
+    squatted.mkdir(mode=0o777)
+    squatted.chmod(0o777)
+    with pytest.warns(_fusion.CacheDirWarning, match="writable by group and others") as caught:
+        chosen = fresh_cache.cache_dir()
+    assert chosen not in (numba_dir / "minifw-fused", squatted)
+    assert chosen.parent == tmp_path / "tmp" and _mode(chosen) == 0o700
+    assert str(squatted) in str(caught[0].message)

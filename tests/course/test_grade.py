@@ -1,4 +1,9 @@
-"""The grader on the mini repository: full marks, broken submissions, results.json."""
+"""The grader on the mini repository: full marks, broken submissions, results.json.
+
+Each submission is graded against a pristine copy of the mini reference repository as the
+staff copy, with the tests run as this user (`user="same"`); test_grader_attacks.py
+covers hostile submissions and the privilege drop used when the grader runs as root.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,12 @@ import pytest
 
 from minifw_course.assignment import make_assignment
 from minifw_course.grade import (
+    TaskPlan,
     grade,
     parse_tasks,
     results_json,
     score_run,
+    submission_paths,
     task_test_files,
     write_json_atomic,
 )
@@ -37,12 +44,19 @@ def ops_with(make_mini_repo, mini_files):
     return make
 
 
-def graded(repo: Path, tmp_path: Path, timeout: float = 60) -> tuple[dict[str, Any], list]:
-    path = tmp_path / "out" / "results.json"
-    results = grade(repo, THREE, timeout=timeout, json_path=path, log=lambda _: None)
-    data = json.loads(path.read_text())
-    check_gradescope_schema(data, len(THREE))
-    return data, results
+@pytest.fixture
+def graded(make_mini_repo, tmp_path):
+    """Grade tasks 0.1, 1.1 and 2.1 of a submission against a pristine mini repository."""
+
+    def run(repo: Path, timeout: float = 60) -> tuple[dict[str, Any], list]:
+        path = tmp_path / "out" / "results.json"
+        results = grade(repo, THREE, timeout, path, log=lambda _: None, staff=make_mini_repo(),
+                        user="same")  # fmt: skip
+        data = json.loads(path.read_text())
+        check_gradescope_schema(data, len(THREE))
+        return data, results
+
+    return run
 
 
 def check_gradescope_schema(data: dict[str, Any], count: int) -> None:
@@ -66,77 +80,111 @@ def output_of(data: dict[str, Any], task: str) -> str:
     return next(entry["output"] for entry in data["tests"] if entry["number"] == task)
 
 
-def test_the_reference_gets_full_marks(make_mini_repo, tmp_path):
-    data, results = graded(make_mini_repo(), tmp_path)
+def test_the_reference_gets_full_marks(make_mini_repo, graded):
+    data, results = graded(make_mini_repo())
     assert scores(data) == {"0.1": 10.0, "1.1": 10.0, "2.1": 10.0}
     assert data["score"] == 30.0
     assert [(r.passed, r.counted) for r in results] == [(4, 4), (2, 2), (3, 3)]
     assert all(entry["status"] == "passed" for entry in data["tests"])
 
 
-def test_a_wrong_derivative_zeroes_its_task_only(ops_with, tmp_path):
+def test_a_wrong_derivative_zeroes_its_task_only(ops_with, graded):
     repo = ops_with("return 2.0 * x * d", "return d * x")
-    data, _ = graded(repo, tmp_path)
+    data, _ = graded(repo)
     assert scores(data) == {"0.1": 10.0, "1.1": 0.0, "2.1": 10.0}
     out = output_of(data, "1.1")
     assert "0/2 tests passed" in out
     assert "FAILED tests/test_ops.py::test_square_back" in out and "assert" in out
 
 
-def test_an_infinite_loop_is_killed_and_zeroes_its_task(ops_with, tmp_path):
+def test_an_infinite_loop_is_killed_and_zeroes_its_task(ops_with, graded):
     loop = "while x == x:\n                pass\n            return x * y"
     repo = ops_with("return x * y", loop)
-    data, results = graded(repo, tmp_path, timeout=8)
+    data, results = graded(repo, timeout=8)
     assert scores(data) == {"0.1": 0.0, "1.1": 10.0, "2.1": 10.0}
     assert "timed out after" in output_of(data, "0.1")
     assert results[0].note == "timed out"
 
 
-def test_os_exit_at_import_zeroes_every_task_and_the_file_is_complete(make_mini_repo, tmp_path):
-    repo = make_mini_repo({"minifw/__init__.py": "import os\n\nos._exit(1)\n"})
-    data, _ = graded(repo, tmp_path)
+def test_os_exit_at_import_zeroes_every_task_and_the_file_is_complete(ops_with, graded):
+    repo = ops_with(
+        "import functools", "import functools\n        import os\n\n        os._exit(1)"
+    )
+    data, _ = graded(repo)
     assert scores(data) == {"0.1": 0.0, "1.1": 0.0, "2.1": 0.0}
     for task in ("0.1", "1.1", "2.1"):
         assert "exited with code 1 before pytest finished" in output_of(data, task)
 
 
-def test_a_segfault_zeroes_its_task_only(ops_with, tmp_path):
+def test_a_segfault_zeroes_its_task_only(ops_with, graded):
     repo = ops_with(
         "return 2.0 * x * d", "import ctypes\n\n            return ctypes.string_at(0)"
     )
-    data, _ = graded(repo, tmp_path)
+    data, _ = graded(repo)
     assert scores(data) == {"0.1": 10.0, "1.1": 0.0, "2.1": 10.0}
     assert "killed by SIGSEGV" in output_of(data, "1.1")
 
 
 def test_an_import_error_costs_the_tasks_of_the_file_that_cannot_load(
-    make_mini_repo, mini_files, tmp_path
+    make_mini_repo, mini_files, graded
 ):
     broken = mini_files["minifw/strided.py"] + '\n        raise ImportError("broken on purpose")\n'
-    data, results = graded(make_mini_repo({"minifw/strided.py": broken}), tmp_path)
+    data, results = graded(make_mini_repo({"minifw/strided.py": broken}))
     assert scores(data) == {"0.1": 10.0, "1.1": 10.0, "2.1": 0.0}
     assert "COULD NOT COLLECT tests/test_strided.py" in output_of(data, "2.1")
     assert "broken on purpose" in output_of(data, "2.1")
     assert "test_strided" not in output_of(data, "0.1")  # that file is not even loaded
-    assert (results[2].passed, results[2].counted) == (0, 2)  # one error, one failed test
+    assert (results[2].passed, results[2].counted) == (0, 3)  # the staff's three tests
+    assert "NO RESULT tests/test_strided.py::test_strides: " in output_of(data, "2.1")
+
+
+def test_only_task_files_are_taken_from_the_submission(make_mini_repo, graded):
+    repo = make_mini_repo(
+        {
+            "minifw/__init__.py": "raise ImportError('never graded')\n",
+            "tests/test_ops.py": "def test_nothing():\n    pass\n",
+            "tests/conftest.py": "import os\n\nos._exit(3)\n",
+        }
+    )
+    data, _ = graded(repo)
+    assert scores(data) == {"0.1": 10.0, "1.1": 10.0, "2.1": 10.0}
+    assert "Ignored (only task files are graded): minifw/__init__.py" in data["output"]
+    assert submission_paths(repo, parse_tasks("0.1")) == ["minifw/ops.py"]
+    assert submission_paths(repo, THREE) == ["minifw/ops.py", "minifw/strided.py", "project/"]
+
+
+def test_a_missing_task_file_grades_the_starter_code_and_says_so(make_mini_repo, graded):
+    repo = make_mini_repo()
+    (repo / "minifw/strided.py").unlink()
+    data, _ = graded(repo)
+    assert scores(data) == {"0.1": 10.0, "1.1": 10.0, "2.1": 10.0}  # the staff copy's file
+    assert "Not in the submission (the starter code was graded): minifw/strided.py" in (
+        output_of(data, "2.1")
+    )
 
 
 def test_a_task_without_tests_scores_zero_with_a_reason(make_mini_repo, tmp_path):
     path = tmp_path / "r.json"
-    results = grade(make_mini_repo(), parse_tasks("0.3"), 60, path, log=lambda _: None)
+    repo = make_mini_repo()
+    results = grade(repo, parse_tasks("0.3"), 60, path, log=lambda _: None, staff=repo,
+                    user="same")  # fmt: skip
     assert results[0].score == 0 and results[0].note == "no tests"
     assert (
-        "no test file of this repository marks task0_3"
+        "no test file of the staff copy marks task0_3"
         in json.loads(path.read_text())["tests"][0]["output"]
     )
 
 
-def test_command_line_prints_a_table_and_writes_results(ops_with, tmp_path, course_cli):
+def test_command_line_prints_a_table_and_writes_results(
+    ops_with, make_mini_repo, tmp_path, course_cli
+):
     repo = ops_with("return 2.0 * x * d", "return d * x")
     out = tmp_path / "results.json"
+    staff = make_mini_repo()
     done = course_cli(
-        "grade", "--repo", str(repo), "--tasks", "0.1,1.1", "--json", str(out),
-        "--timeout", "60", "--visibility", "after_published", cwd=tmp_path,
+        "grade", "--repo", str(repo), "--staff", str(staff), "--tasks", "0.1,1.1", "--json",
+        str(out), "--timeout", "60", "--visibility", "after_published", "--user", "same",
+        cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert re.search(r"^0\.1\s+operators\s+4/4\s+10\.00/10\.00$", done.stdout, re.M), done.stdout
@@ -153,11 +201,17 @@ def test_command_line_rejects_unknown_tasks(tmp_path, course_cli):
     assert done.returncode == 2 and "unknown task '9.9'" in done.stderr
 
 
+def test_command_line_rejects_a_staff_copy_without_tests(tmp_path, course_cli):
+    done = course_cli("grade", "--tasks", "0.1", "--staff", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 2 and "has no tests/ folder (pass --staff)" in done.stderr
+
+
 def test_a_student_repo_is_graded_on_its_module_by_default(make_mini_repo, tmp_path, course_cli):
     student = tmp_path / "student"
     make_assignment(make_mini_repo(), student, 1)
     out = tmp_path / "results.json"
-    done = course_cli("grade", "--repo", str(student), "--json", str(out), cwd=tmp_path)
+    done = course_cli("grade", "--repo", str(student), "--staff", str(student), "--json",
+                      str(out), "--user", "same", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     data = json.loads(out.read_text())
     assert [entry["number"] for entry in data["tests"]] == ["1.1", "1.2", "1.3", "1.4", "1.5"]
@@ -169,27 +223,38 @@ def fake_run(outcomes: dict[str, str], errors: int = 0, finished: bool = True) -
     run = PytestRun(finished=finished, returncode=0 if finished else 1)
     for nodeid, outcome in outcomes.items():
         run.collected[nodeid] = {"nodeid": nodeid, "markers": ["task2_2"]}
-        run.results[nodeid] = {"outcome": outcome, "message": f"why {nodeid}"}
+        run.results[nodeid] = {"nodeid": nodeid, "outcome": outcome, "why": f"why {nodeid}",
+                               "message": f"details of {nodeid}"}  # fmt: skip
     run.collect_errors = [{"nodeid": f"tests/e{i}.py", "message": "boom"} for i in range(errors)]
     return run
 
 
-def test_skipped_tests_are_not_counted_and_errors_are():
+def test_only_passed_counts_and_the_staff_list_is_the_denominator():
     (task,) = parse_tasks("2.2")
-    result = score_run(task, fake_run({"a": "passed", "b": "skipped", "c": "failed"}, errors=1))
-    assert (result.passed, result.counted) == (1, 3)
-    assert result.score == pytest.approx(10 / 3)
-    assert "(1 skipped, not counted)" in result.output and "why b" in result.output
-    assert "FAILED c:\nwhy c" in result.output and "COULD NOT COLLECT tests/e0.py" in result.output
-    everything_skipped = score_run(task, fake_run({"a": "skipped"}))
-    assert everything_skipped.score == 0 and everything_skipped.note == "all skipped"
+    plan = TaskPlan(["tests/t.py"], ["a", "b", "c", "d", "e", "f"], {"g": "no CUDA here"})
+    outcomes = {"a": "passed", "b": "skipped", "c": "failed", "d": "xfailed", "e": "xpassed"}
+    result = score_run(task, plan, fake_run({**outcomes, "x": "passed"}, errors=1))
+    assert (result.passed, result.counted) == (1, 6)  # "f" never reported; "x" is not staff's
+    assert result.score == pytest.approx(10 / 6)
+    assert "(1 tests skipped on the staff copy here: not counted)" in result.output
+    for line in ["SKIPPED b: why b (a skipped test scores 0)", "FAILED c: why c",
+                 "XFAILED d: why d (an expected failure scores 0)",
+                 "XPASSED e: why e (a test marked xfail scores 0)", "NO RESULT f: ",
+                 "COULD NOT COLLECT tests/e0.py:", "First failure, b:\ndetails of b"]:  # fmt: skip
+        assert line in result.output
 
 
-def test_a_run_cut_short_scores_zero_even_after_passes():
+def test_a_run_cut_short_tampered_or_void_scores_zero():
     (task,) = parse_tasks("2.2")
-    result = score_run(task, fake_run({"a": "passed"}, finished=False))
+    plan = TaskPlan(["tests/t.py"], ["a"])
+    result = score_run(task, plan, fake_run({"a": "passed"}, finished=False))
     assert result.score == 0 and result.note == "crashed"
     assert "exited with code 1" in result.output and "1 tests had passed before" in result.output
+    tampered = fake_run({"a": "passed"})
+    tampered.tampered = ["_pytest.runner.call_and_report"]
+    assert score_run(task, plan, tampered).note == "void"
+    void = score_run(task, plan, fake_run({"a": "passed"}), changed=["tests/t.py"])
+    assert void.score == 0 and "changed tests/t.py" in void.output
 
 
 def test_results_list_pending_tasks_as_not_run():

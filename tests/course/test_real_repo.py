@@ -129,6 +129,7 @@ def test_grading_the_reference_gives_full_marks(reference: PytestRun, tmp_path: 
     present = [t for t in preferred if "task" + t.replace(".", "_") in counts]
     chosen = sorted(present, key=lambda t: counts["task" + t.replace(".", "_")])[:2]
     assert chosen, f"none of the tasks {preferred} has tests in this repository yet"
-    results = grade(ROOT, parse_tasks(",".join(chosen)), 600, tmp_path / "r.json", log=print)
+    tasks = parse_tasks(",".join(chosen))
+    results = grade(ROOT, tasks, 600, tmp_path / "r.json", log=print, staff=ROOT, user="same")
     for result in results:
         assert result.counted > 0 and result.score == result.max_score, result.output

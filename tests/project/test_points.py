@@ -19,6 +19,7 @@ from project.points import (
 )
 
 pytestmark = pytest.mark.slow
+NO_CUDA = "cuda backend: no CUDA GPU here and NUMBA_ENABLE_CUDASIM=1 is not set"
 
 
 @pytest.mark.task2_5
@@ -109,9 +110,8 @@ def test_every_dataset_reaches_95_percent_with_its_defaults(dataset: str) -> Non
 
 
 @pytest.mark.task3_5
+@pytest.mark.skipif(not cuda_available(), reason=NO_CUDA)
 def test_a_few_steps_on_the_cuda_backend_match_the_fast_backend() -> None:
-    if not cuda_available():
-        pytest.skip("cuda backend: no CUDA GPU here and NUMBA_ENABLE_CUDASIM=1 is not set")
     runs = [small(points=4, hidden=2, batch=4, backend=b) for b in ("fast", "cuda")]
     for trainer in runs:
         trainer.train(2)
