@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from minifw.datasets import DATASETS
-from project.training import BACKENDS, EpochRecord, Trainer
+from project.training import BACKENDS, EpochRecord, Trainer, final_figures
 
 
 def base_parser(prog: str, description: str, backend: str | None) -> argparse.ArgumentParser:
@@ -144,11 +144,7 @@ def summary(trainer: Trainer, total_seconds: float) -> str:
         return f"done: {what} on {backend}: no epochs ran"
     times = [r.seconds for r in records]
     warm = times[1:] or times
-    figures: dict[str, float] = {}
-    accuracy = getattr(trainer, "accuracy", None)
-    if callable(accuracy):
-        figures["train accuracy"] = accuracy()
-    figures.update(trainer.extra_metrics())
+    figures = final_figures(trainer)
     scores = ", ".join(f"{k} {v:.1%}" for k, v in figures.items())
     return (
         f"done: {what} on {backend}, {trainer.epochs_done} epochs in {total_seconds:.2f} s "

@@ -73,9 +73,13 @@ def parse(text: str) -> ast.Expression:
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as error:
-        raise ExpressionError(
-            f"not a valid expression: {error.msg} (column {error.offset})"
-        ) from None
+        if len(text) == MAX_LENGTH:  # the input box keeps only MAX_LENGTH characters
+            raise ExpressionError(
+                f"the expression is too long: only its first {MAX_LENGTH} characters were "
+                "kept, and they do not form a complete expression"
+            ) from None
+        where = f" at column {error.offset}" if error.offset else ""
+        raise ExpressionError(f"not a valid expression: {error.msg}{where}") from None
     except (ValueError, RecursionError, MemoryError) as error:
         raise ExpressionError(f"not a valid expression: {error}") from None
     nodes = list(ast.walk(tree))
@@ -86,6 +90,21 @@ def parse(text: str) -> ast.Expression:
     _refuse_dunders(nodes)
     _check(tree.body)
     return tree
+
+
+def variables(tree: ast.Expression) -> list[str]:
+    """The variables (of x, y, z) a tree from `parse` reads, sorted; function names excluded.
+
+    In `exp(x)` the name `exp` is the function called, not a value to look up.
+    """
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    return sorted(
+        {
+            node.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and id(node) not in called and node.id in NAMES
+        }
+    )
 
 
 def _refuse_dunders(nodes: list[ast.AST]) -> None:
@@ -100,7 +119,7 @@ def _refuse_dunders(nodes: list[ast.AST]) -> None:
             word = node.value
         if word is not None and "__" in word:
             raise ExpressionError(
-                f"refused: {word!r} reaches into Python internals (double-underscore names "
+                f"{word!r} reaches into Python internals (double-underscore names "
                 "are never allowed)"
             )
 
@@ -238,6 +257,10 @@ def evaluate(
         return run(tree.body)
     except ExpressionError:
         raise
+    except OverflowError:
+        raise ExpressionError(
+            "cannot evaluate: the result is too large (beyond about 1.8e308, the largest float)"
+        ) from None
     except (ArithmeticError, ValueError, RuntimeError, TypeError, IndexError) as error:
         raise ExpressionError(f"cannot evaluate: {error}") from None
 

@@ -69,6 +69,23 @@ def boundary_axes(
     ax.set_title(title or "decision boundary (black line: P = 0.5)")
 
 
+def boundary_png(
+    probabilities: np.ndarray | None, X: np.ndarray, y: np.ndarray, title: str = ""
+) -> bytes:
+    """The decision boundary as PNG bytes, for the app's live view.
+
+    A fixed layout: about half the drawing time of a constrained one.
+    """
+    import io
+
+    fig = Figure(figsize=(4.5, 4.2))
+    fig.subplots_adjust(left=0.1, bottom=0.08, right=0.98, top=0.93)
+    boundary_axes(fig.subplots(), probabilities, X, y, title=title or " ")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
+
+
 def training_figure(
     records: Sequence[EpochRecord],
     probabilities: np.ndarray | None = None,

@@ -9,12 +9,14 @@ step under `minifw.profiler.profile()`; `best_time` times steps.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from minifw.compiler.compile import CompileWarning
 from minifw.compiler.compile import compile as mf_compile
 from minifw.tools import profiler
 from project.digits import DigitsNet
@@ -34,10 +36,29 @@ class TrainingStep:
     def __init__(self, run: Callable[[], float], compiled: Any | None) -> None:
         self._run = run
         self.compiled = compiled
+        self.reasons: list[str] = []
 
     def __call__(self) -> float:
-        """Run one step; returns the loss."""
-        return self._run()
+        """Run one step; returns the loss (a capture's fallback reason is kept)."""
+        if self.compiled is None or self.compiled.stats["captures"]:
+            return self._run()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CompileWarning)
+            loss = self._run()
+        self.reasons += [str(w.message) for w in caught if issubclass(w.category, CompileWarning)]
+        return loss
+
+    @property
+    def fallback(self) -> str | None:
+        """Why `mf.compile` ran this step eagerly, or None when it was compiled (or eager).
+
+        The fact comes from the compiled function's `stats["fallbacks"]`; the reason
+        from the warning its capture gave.
+        """
+        if self.compiled is None or not self.compiled.stats["fallbacks"]:
+            return None
+        reason = " ".join(self.reasons) or "mf.compile could not capture the step"
+        return reason.removeprefix("mf.compile: ")
 
     def explain(self) -> str:
         """The kernels `mf.compile` captured and fused (or a note for an eager step)."""

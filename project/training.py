@@ -172,6 +172,21 @@ class Trainer:
         self.records = [EpochRecord(int(row[0]), *row[1:]) for row in checkpoint["history"]]
 
 
+def final_figures(trainer: Trainer) -> dict[str, float]:
+    """The evaluation after training that the command line's summary prints.
+
+    The accuracy on the whole training set in eval mode (for trainers that have
+    `accuracy()`), then the trainer's `extra_metrics()` (the digits' test accuracy),
+    not the running accuracy of the last epoch.
+    """
+    figures: dict[str, float] = {}
+    accuracy = getattr(trainer, "accuracy", None)
+    if callable(accuracy):
+        figures["train accuracy"] = float(accuracy())
+    figures.update(trainer.extra_metrics())
+    return figures
+
+
 # Settings that must match for a checkpoint to be resumed (others, like lr, may change).
 RESUMABLE_KEYS: dict[str, tuple[str, ...]] = {
     "points": ("dataset", "points", "hidden", "seed", "optimizer"),

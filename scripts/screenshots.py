@@ -1,4 +1,7 @@
-"""Screenshot every page of the app with headless Chromium (not run in CI).
+"""Screenshot every page of the app with headless Chromium, after full-length demo runs.
+
+The README's screenshots come from tests/project/test_browser.py (a few epochs per
+page, with checks); this script takes them after the pages' default runs instead.
 
     python scripts/screenshots.py                 # writes docs/screenshots/*.png
     python scripts/screenshots.py --out /tmp/shots --wait 20

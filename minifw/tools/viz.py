@@ -4,11 +4,16 @@
 `unique_id`, `data`, `grad`), so it draws Scalar graphs and Tensor graphs alike:
 each value is a box with its data (or its shape, for a value that has one) and its
 grad; each op is an ellipse named after its Function class ("Mul") with arrows
-from its inputs and to its output.
+from its inputs and to its output. Leaves (values with no history that backward
+fills: a Scalar leaf, a Tensor with `requires_grad=True`) are filled, constants are
+dashed. Plain non-Variable arguments of an op (Sum's dims and keepdim, a power's
+exponent) are not graph inputs: they are written in the op's label, by parameter name
+where the Function's `forward` names them (Sum: "dims=(0,), keepdim=False" on a second line).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,7 +32,8 @@ def to_dot(value: Any, labels: Mapping[Any, str] | None = None, rankdir: str = "
     Returns:
         A `digraph` with one record node per value (`v0` is `value`), one ellipse per
         op (`op0`, ...), edges input -> op -> output. Leaves are filled, constants
-        dashed, and non-Variable inputs (a plain number or dim) show their repr.
+        dashed; non-Variable inputs (a plain number or dim) are shown in the op's
+        label, not as nodes.
     """
     if rankdir not in ("LR", "TB", "RL", "BT"):
         raise ValueError(f"rankdir must be LR, TB, RL or BT, got {rankdir!r}")
@@ -44,12 +50,12 @@ def to_dot(value: Any, labels: Mapping[Any, str] | None = None, rankdir: str = "
         values.append(current)
         op, inputs = _op_and_inputs(current)
         if op is not None:
-            stack.extend(reversed(inputs))
+            stack.extend(reversed([x for x in inputs if _is_variable(x)]))
 
     lines = [
         "digraph autograd {",
         f"  rankdir={rankdir};",
-        '  node [fontname="Helvetica", fontsize=10];',
+        '  node [fontname="Helvetica", fontsize=14];',
     ]
     n_ops = 0
     for current in values:
@@ -61,9 +67,10 @@ def to_dot(value: Any, labels: Mapping[Any, str] | None = None, rankdir: str = "
             continue
         op_name = f"op{n_ops}"
         n_ops += 1
-        lines.append(f'  {op_name} [shape=ellipse, label="{_quote(_op_label(op))}"];')
+        lines.append(f'  {op_name} [shape=ellipse, label="{_quote(_op_label(op, inputs))}"];')
         for parent in inputs:
-            lines.append(f"  {node_of[_key(parent)]} -> {op_name};")
+            if _is_variable(parent):
+                lines.append(f"  {node_of[_key(parent)]} -> {op_name};")
         lines.append(f"  {op_name} -> {name};")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -83,16 +90,36 @@ def _op_and_inputs(obj: Any) -> tuple[Any, list[Any]]:
     return history.last_fn, list(history.inputs)
 
 
-def _op_label(op: Any) -> str:
-    return op.__name__ if isinstance(op, type) else type(op).__name__
+def _is_variable(obj: Any) -> bool:
+    """True for values of the graph (Scalars, Tensors); False for plain arguments."""
+    return hasattr(obj, "unique_id") and hasattr(obj, "history")
+
+
+def _op_label(op: Any, inputs: list[Any]) -> str:
+    """The op's class name, then its plain arguments (named when `forward` names them)."""
+    name = op.__name__ if isinstance(op, type) else type(op).__name__
+    plain = [(i, x) for i, x in enumerate(inputs) if not _is_variable(x)]
+    if not plain:
+        return name
+    names = _parameter_names(op, len(inputs))
+    parts = [f"{names[i]}={x!r}" if names else repr(x) for i, x in plain]
+    return name + "\n" + ", ".join(parts)
+
+
+def _parameter_names(op: Any, count: int) -> list[str] | None:
+    """The names of `op.forward`'s inputs after its context, if there are `count` of them."""
+    try:
+        parameters = list(inspect.signature(op.forward).parameters.values())[1:]
+    except (AttributeError, TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p.name for p in parameters if p.kind in kinds]
+    return positional if len(positional) == count else None
 
 
 def _value_label(obj: Any, name: str | None) -> tuple[str, str]:
     """The record label of a value and its extra DOT attributes."""
     fields = [] if name is None else [_escape(name)]
-    if not hasattr(obj, "unique_id") or not hasattr(obj, "history"):
-        fields.append(_escape(repr(obj)))
-        return "{" + " | ".join(fields) + "}", ", style=dotted"
     shape = getattr(obj, "shape", None)
     if shape is not None:
         fields.append(_escape(f"shape {tuple(shape)}"))
@@ -106,9 +133,12 @@ def _value_label(obj: Any, name: str | None) -> tuple[str, str]:
     else:
         fields.append(_escape(f"grad {_number(grad)}"))
     history = obj.history
-    style = ", style=dashed" if history is None else ""
-    if history is not None and history.last_fn is None:
-        style = ', style=filled, fillcolor="#dbeafe"'
+    leaf = history is not None and history.last_fn is None
+    if history is None and getattr(obj, "requires_grad", False):
+        leaf = True  # a Tensor leaf: no history, but backward fills its grad
+    style = ', style=filled, fillcolor="#dbeafe"' if leaf else ""
+    if history is None and not leaf:
+        style = ", style=dashed"
     return "{" + " | ".join(fields) + "}", style
 
 
@@ -124,7 +154,7 @@ def _number(x: Any) -> str:
 
 def _quote(text: str) -> str:
     """Escape a plain (non-record) DOT label."""
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _escape(text: str) -> str:

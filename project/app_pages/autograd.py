@@ -15,7 +15,16 @@ import streamlit as st
 
 import minifw as mf
 from minifw.tools.viz import to_dot
-from project.expression import NAMES, ExpressionError, evaluate, parse, parse_value
+from project.app_pages.common import escape_markdown
+from project.expression import (
+    MAX_LENGTH,
+    NAMES,
+    ExpressionError,
+    evaluate,
+    parse,
+    parse_value,
+    variables,
+)
 
 EXAMPLES = {
     "Scalars": ("(x * y + z.exp()).relu() + x ** 2 / y", {"x": "2.0", "y": "1.5", "z": "0.5"}),
@@ -33,9 +42,8 @@ def build(engine: str, text: str, raw_values: dict[str, str]) -> tuple[Any, dict
         ExpressionError: the text or a value is refused, or evaluation fails.
     """
     tree = parse(text)
-    used = sorted({node.id for node in _names(tree)})
     leaves: dict[str, Any] = {}
-    for name in used:
+    for name in variables(tree):  # exp in exp(x) is a function, not a value to read
         value = parse_value(raw_values[name])
         if engine == "Scalars":
             if isinstance(value, list):
@@ -58,12 +66,6 @@ def build(engine: str, text: str, raw_values: dict[str, str]) -> tuple[Any, dict
     return out, leaves
 
 
-def _names(tree: Any) -> list[Any]:
-    import ast
-
-    return [node for node in ast.walk(tree) if isinstance(node, ast.Name)]
-
-
 def _numbers(value: Any) -> str:
     """A short text of a Scalar's or Tensor's numbers."""
     if value is None:
@@ -80,7 +82,9 @@ def render() -> None:
     st.caption("Course module 1: the graph that backward walks, with data and gradients.")
     engine = st.radio("values", list(EXAMPLES), horizontal=True)
     example, defaults = EXAMPLES[engine]
-    text = st.text_input("expression in x, y, z", example, key=f"expr-{engine}", max_chars=300)
+    text = st.text_input(
+        "expression in x, y, z", example, key=f"expr-{engine}", max_chars=MAX_LENGTH
+    )
     cols = st.columns(3)
     raw = {
         name: col.text_input(name, defaults[name], key=f"{name}-{engine}")
@@ -93,7 +97,7 @@ def render() -> None:
     try:
         out, leaves = build(engine, text, raw)
     except ExpressionError as error:
-        st.error(f"refused: {error}")
+        st.error(f"refused: {escape_markdown(str(error))}")
         return
     left, right = st.columns([1, 3])
     left.metric("out", _numbers(out))
@@ -108,8 +112,11 @@ def render() -> None:
     )
     labels = {value: name for name, value in leaves.items()}
     labels[out] = "out"
-    st.graphviz_chart(to_dot(out, labels=labels), width="stretch")
+    # Top to bottom, at its natural size: a left-to-right graph scaled to fit the page's
+    # width shrinks its text to a few pixels.
+    st.graphviz_chart(to_dot(out, labels=labels, rankdir="TB"), width="content")
     st.caption(
         "Boxes are values (filled: the leaves x, y, z; dashed: constants), ellipses the ops "
-        "that made them. backward() fills grad on the leaves only, as in PyTorch."
+        "that made them, with their plain arguments (like sum's dims) inside. backward() "
+        "fills grad on the leaves only, as in PyTorch."
     )

@@ -1,8 +1,10 @@
 """Page 4, Digits: train the conv net on the 8x8 digits and look inside it.
 
-Training runs in a background job like the Train page. Once it has stopped, the
-page shows test images with predicted and true labels, the confusion matrix and
-the first conv layer's feature maps for a chosen image.
+Training runs in a background job like the Train page. The test accuracy is
+evaluated after every few epochs (shown as "-" until the first evaluation) and
+after the last one. Once it has stopped, the page shows test images with
+predicted and true labels, the confusion matrix and the first conv layer's
+feature maps for a chosen image.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ from minifw.datasets import ImageSplit
 from project.app_pages.common import (
     backend_choices,
     curves,
+    demo_epochs,
     demo_once,
+    epochs_table,
+    kernel_notice,
     live,
-    records_frame,
+    remember_warm,
     show_progress,
 )
 from project.digits import DEFAULTS, DigitsTrainer, load_images
 from project.jobs import JobSnapshot, TrainingJob
+from project.kernels import workload_of
 from project.plots import confusion_figure, digits_figure, feature_maps_figure
 from project.training import Trainer
 
@@ -39,6 +45,7 @@ def settings() -> tuple[DigitsTrainer | None, int]:
         "learning rate", 1e-4, 1.0, DEFAULTS.lr, format="%.4f", key="digits-lr"
     )
     batch = cols[3].number_input("batch size", 1, 512, DEFAULTS.batch, key="digits-batch")
+    kernel_notice(workload_of("digits conv net", backend))
     buttons = st.columns([1, 1, 6])
     train = buttons[0].button("Train", type="primary", key="digits-train")
     if buttons[1].button("Stop", key="digits-stop"):
@@ -56,11 +63,26 @@ def observe(trainer: Trainer) -> float:
     return trainer.test_accuracy()  # type: ignore[attr-defined, no-any-return]
 
 
-def draw(snapshot: JobSnapshot, epochs: int) -> None:
+def start(trainer: Trainer, epochs: int) -> TrainingJob:
+    """Start a job that evaluates the test accuracy about five times per run (not before)."""
+    every = max(1, epochs // 5)
+    return TrainingJob(trainer, epochs, observe, every, observe_first=False).start()
+
+
+def draw(snapshot: JobSnapshot, epochs: int, backend: str) -> None:
     """Progress, the loss curve, the test accuracy and the table of epochs."""
     show_progress(snapshot, epochs)
-    if snapshot.observation is not None:
-        st.metric("test accuracy", f"{snapshot.observation:.1%}")
+    remember_warm(workload_of("digits conv net", backend), snapshot)
+    tested = snapshot.observed_epoch
+    if tested:  # never the accuracy of the untrained net
+        st.metric(
+            "test accuracy",
+            f"{snapshot.observation:.1%}",
+            help=f"evaluated on the test images after epoch {tested}",
+        )
+        st.caption(f"test accuracy evaluated after epoch {tested}")
+    else:
+        st.metric("test accuracy", "-", help="evaluated after the first few epochs")
     left, right = st.columns(2)
     with left:
         st.subheader("loss and accuracy")
@@ -68,7 +90,7 @@ def draw(snapshot: JobSnapshot, epochs: int) -> None:
             curves(snapshot.records)
     with right:
         st.subheader("epochs")
-        st.dataframe(records_frame(snapshot.records).iloc[::-1], height=300)
+        epochs_table(snapshot.records, height=300)
 
 
 def results(trainer: DigitsTrainer) -> None:
@@ -98,18 +120,18 @@ def render() -> None:
         st.error(f"cannot build the model: {error}")
         return
     if trainer is None and demo_once("digits"):
-        trainer = DigitsTrainer(images=images())
+        trainer, epochs = DigitsTrainer(images=images()), demo_epochs(DEFAULTS.epochs)
     if trainer is not None:
         previous = st.session_state.get("digits_job")
         if previous is not None:
             previous.stop()
-        every = max(1, epochs // 5)
-        st.session_state["digits_job"] = TrainingJob(trainer, epochs, observe, every).start()
+        st.session_state["digits_job"] = start(trainer, epochs)
         st.session_state["digits_epochs"] = epochs
     job = st.session_state.get("digits_job")
     if job is None:
         st.info("Press Train: about ten epochs reach 95% test accuracy.")
         return
-    live(job, lambda snapshot: draw(snapshot, st.session_state["digits_epochs"]))
+    backend = job.trainer.config["backend"]
+    live(job, lambda snapshot: draw(snapshot, st.session_state["digits_epochs"], backend))
     if not job.running and job.trainer.records:
         results(job.trainer)

@@ -2,7 +2,9 @@
 
 Pick an engine (the Scalar engine of module 1 or a tensor backend), a dataset
 and settings; Train starts a background job (project/jobs.py), Stop ends it. A
-live chart, the decision boundary and a table of epochs redraw as it learns.
+live chart, the decision boundary and a table of epochs redraw as it learns (at
+most twice a second; the boundary is drawn once per new snapshot of the model).
+When the run ends the page shows the final evaluation, as the command line does.
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ from minifw.datasets import DATASETS
 from project.app_pages.common import (
     backend_choices,
     curves,
+    demo_epochs,
     demo_once,
+    epochs_table,
+    kernel_notice,
     live,
-    records_frame,
+    remember_warm,
     show_progress,
 )
 from project.jobs import JobSnapshot, TrainingJob
-from project.plots import boundary_axes, grid
+from project.kernels import workload_of
+from project.plots import boundary_png, grid
 from project.points import DEFAULTS, SCALAR_DEFAULTS, PointsTrainer, ScalarTrainer
 from project.training import Trainer
 
@@ -63,9 +69,10 @@ def settings() -> tuple[Trainer | None, int]:
             "batch size", 1, 500, DEFAULTS[dataset].batch, key=f"batch-{key}"
         )
     seed = right.number_input("seed", 0, 10_000, 0, key="seed")
+    kernel_notice(workload_of("points MLP", engine))
     buttons = st.columns([1, 1, 6])
-    train = buttons[0].button("Train", type="primary")
-    if buttons[1].button("Stop"):
+    train = buttons[0].button("Train", type="primary", key="train-run")
+    if buttons[1].button("Stop", key="train-stop"):
         job = st.session_state.get("train_job")
         if job is not None:
             job.stop()
@@ -80,21 +87,26 @@ def settings() -> tuple[Trainer | None, int]:
 
 
 def start(trainer: Trainer, epochs: int) -> TrainingJob:
-    """Start a job that snapshots the decision boundary about 40 times per run."""
+    """Start a job that pictures the decision boundary now and then (PNG bytes).
+
+    The picture is drawn in the training thread, within the job's budget for
+    observations, so a redraw of the page only shows bytes.
+    """
     resolution = 25 if trainer.kind == "scalar" else 50
     points = boundary_grid(resolution)
 
-    def observe(t: Trainer) -> np.ndarray:
-        return t.predict_proba(points)  # type: ignore[attr-defined, no-any-return]
+    def observe(t: Trainer) -> bytes:
+        probabilities = t.predict_proba(points)  # type: ignore[attr-defined]
+        title = f"after epoch {t.epochs_done}" if t.epochs_done else "before training"
+        return boundary_png(probabilities, t.X, t.y, title)  # type: ignore[attr-defined]
 
     return TrainingJob(trainer, epochs, observe, every=max(1, epochs // 40)).start()
 
 
 def draw(snapshot: JobSnapshot, trainer: Trainer, epochs: int) -> None:
     """Metrics, chart, boundary and table of one snapshot."""
-    from matplotlib.figure import Figure
-
     show_progress(snapshot, epochs)
+    remember_warm(workload_of("points MLP", trainer.config.get("backend", "scalar")), snapshot)
     left, right = st.columns(2)
     with left:
         st.subheader("loss and accuracy")
@@ -102,12 +114,10 @@ def draw(snapshot: JobSnapshot, trainer: Trainer, epochs: int) -> None:
             curves(snapshot.records)
     with right:
         st.subheader("decision boundary")
-        fig = Figure(figsize=(4.5, 4.2), layout="constrained")
-        X, y = trainer.X, trainer.y  # type: ignore[attr-defined]
-        boundary_axes(fig.subplots(), snapshot.observation, X, y, title=" ")
-        st.pyplot(fig, width="content")
+        if snapshot.observation is not None:
+            st.image(snapshot.observation)
     st.subheader("epochs")
-    st.dataframe(records_frame(snapshot.records).iloc[::-1], height=240)
+    epochs_table(snapshot.records, height=240)
 
 
 def render() -> None:
@@ -121,7 +131,8 @@ def render() -> None:
         trainer, epochs = None, 0
     if trainer is None and demo_once("train"):
         backend = "fast" if "fast" in backend_choices() else "simple"
-        trainer, epochs = PointsTrainer("xor", backend=backend), DEFAULTS["xor"].epochs
+        trainer = PointsTrainer("xor", backend=backend)
+        epochs = demo_epochs(DEFAULTS["xor"].epochs)
     if trainer is not None:
         previous = st.session_state.get("train_job")
         if previous is not None:

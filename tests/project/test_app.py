@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,7 @@ def test_train_page_trains_live_and_fills_chart_and_table() -> None:
     at.number_input(key="points-simple-xor").set_value(12)
     at.number_input(key="hidden-simple-xor").set_value(3)
     at.number_input(key="epochs-simple-xor").set_value(3)
-    at.button[0].click().run()  # Train
+    at.button(key="train-run").click().run()
     assert not at.exception
     job = train_until_done(at, "train_job")
     assert job.snapshot().status == "finished"
@@ -72,10 +73,13 @@ def test_train_page_stop_ends_a_long_scalar_run() -> None:
     at.selectbox[0].set_value("scalar").run()
     at.number_input(key="points-scalar-xor").set_value(8)
     at.number_input(key="epochs-scalar-xor").set_value(5000)
-    at.button[0].click().run()
+    at.button(key="train-run").click().run()
     job = at.session_state["train_job"]
     assert job.running
-    at.button[1].click().run()  # Stop
+    deadline = time.monotonic() + TIMEOUT
+    while not job.snapshot().records and time.monotonic() < deadline:
+        time.sleep(0.05)  # let an epoch finish, so the stop is seen mid-run
+    at.button(key="train-stop").click().run()
     job = train_until_done(at, "train_job")
     snapshot = job.snapshot()
     assert snapshot.status == "stopped" and 0 < len(snapshot.records) < 5000
@@ -149,7 +153,7 @@ def test_profiler_page_profiles_one_step() -> None:
     assert not at.exception
     at.number_input(key="prof-batch").set_value(8)
     at.number_input(key="prof-hidden").set_value(8)
-    at.button[0].click().run()
+    at.button(key="prof-run").click().run()
     assert not at.exception and not at.error
     labels = [m.label for m in at.metric]
     assert labels == ["eager step", "compiled step", "speed-up"]

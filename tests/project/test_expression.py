@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 
 import minifw as mf
-from project.expression import ExpressionError, evaluate, parse, parse_value
+from project.expression import (
+    MAX_LENGTH,
+    ExpressionError,
+    evaluate,
+    parse,
+    parse_value,
+    variables,
+)
 
 pytestmark = pytest.mark.task1_3
 
@@ -174,3 +181,55 @@ def test_the_module_never_calls_eval_exec_or_compile() -> None:
         if isinstance(node, ast.Attribute) and node.attr in ("literal_eval", "eval", "exec")
     ]
     assert not literal_evals
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("exp(x)", ["x"]),
+        ("sum(x * y) + z.exp()", ["x", "y", "z"]),
+        ("mean(relu(y)) - 1", ["y"]),
+        ("x.sigmoid().sum()", ["x"]),
+        ("exp(1) * 2", []),
+    ],
+)
+def test_variables_are_the_names_an_expression_reads_not_its_functions(text, names) -> None:
+    assert variables(parse(text)) == names
+
+
+@pytest.mark.parametrize(
+    ("engine", "text", "values", "value", "grads"),
+    [
+        ("Scalars", "exp(x)", {"x": "0.5"}, math.exp(0.5), {"x": math.exp(0.5)}),
+        ("Scalars", "relu(x) * y + tanh(z)", {"x": "2", "y": "3", "z": "0"}, 6.0,
+         {"x": 3.0, "y": 2.0, "z": 1.0}),
+        ("Tensors", "sum(exp(x) * y)", {"x": "[0, 1]", "y": "2"}, 2 + 2 * math.e,
+         {"x": [2.0, 2 * math.e], "y": 1 + math.e}),
+    ],
+)  # fmt: skip
+def test_the_autograd_page_builds_function_call_forms(engine, text, values, value, grads):
+    pytest.importorskip("streamlit")
+    from project.app_pages.autograd import build
+
+    raw = {"x": "1.0", "y": "1.0", "z": "1.0", **values}
+    out, leaves = build(engine, text, raw)
+    assert sorted(leaves) == sorted(grads)
+    number = out.data if engine == "Scalars" else out.item()
+    assert number == pytest.approx(value)
+    for name, grad in grads.items():
+        got = leaves[name].grad
+        got = got if engine == "Scalars" else got.numpy().tolist()
+        assert got == pytest.approx(grad), name
+
+
+def test_messages_say_too_large_and_too_long_without_a_doubled_prefix() -> None:
+    with pytest.raises(ExpressionError, match="result is too large") as info:
+        run_scalars("9**9**9", x=1.0)
+    assert "Numerical result" not in str(info.value)
+    cut = ("x + " * 100)[:MAX_LENGTH]  # what a 300-character box keeps of a longer input
+    with pytest.raises(ExpressionError, match="too long") as info:
+        parse(cut)
+    assert "column" not in str(info.value)
+    with pytest.raises(ExpressionError) as info:
+        parse("__import__('os')")
+    assert not str(info.value).startswith("refused")  # the page adds "refused: " once

@@ -121,7 +121,13 @@ class Sum:
     pass
 
 
-def test_values_with_a_shape_show_it_and_plain_inputs_show_their_repr() -> None:
+class Scale:
+    @staticmethod
+    def forward(ctx: Any, a: Any, factor: float, keepdim: bool) -> Any:
+        return a
+
+
+def test_values_with_a_shape_show_it_and_plain_inputs_are_not_nodes() -> None:
     leaf = FakeTensor((2, 3), 1, History())
     leaf.grad = FakeTensor((2, 3), 2)
     out = FakeTensor((2,), 3, History(Sum, Context(), (leaf, 1)))
@@ -129,8 +135,26 @@ def test_values_with_a_shape_show_it_and_plain_inputs_show_their_repr() -> None:
     values = dot.values()
     assert values["v0"] == ["shape (2,)", "grad None"]
     assert ["shape (2, 3)", "grad (2, 3)"] in values.values()
-    assert ["1"] in values.values()  # the dim argument
-    assert list(dot.ops().values()) == ["Sum"]
+    assert len(values) == 2 and "dotted" not in to_dot(out)  # the dim is no input box
+    assert list(dot.ops().values()) == ["Sum\\n1"]  # ... but is written in the op
+    named = FakeTensor((2,), 4, History(Scale, Context(), (leaf, 0.5, False)))
+    assert list(parse(to_dot(named)).ops().values()) == ["Scale\\nfactor=0.5, keepdim=False"]
+
+
+def test_tensor_leaves_that_require_grad_are_filled_and_constants_dashed() -> None:
+    import minifw as mf
+
+    x = mf.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    z = mf.tensor(1.0)
+    out = (x * z).sum(0)
+    out.backward()
+    dot = parse(to_dot(out, labels={x: "x", z: "z"}))
+    by_name = {fields[0]: name for name, fields in dot.values().items()}
+    assert "filled" in dot.nodes[by_name["x"]]["style"]
+    assert dot.nodes[by_name["z"]]["style"] == "dashed"
+    assert "Sum\\ndims=(0,), keepdim=False" in dot.ops().values()
+    assert len(dot.values()) == 4  # x, z, x * z, out: no boxes for (0,) and False
+    assert "fontsize=14" in to_dot(out)  # readable when the graph is scaled to fit
 
 
 def test_rejects_unknown_layout() -> None:
