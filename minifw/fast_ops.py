@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import importlib
 import types
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numba import prange
 
-from minifw._jit import PARALLEL_FROM, compile_functions, njit
+from minifw._jit import PARALLEL_FROM, compile_functions, njit, serial_twin
 from minifw.core import operators, tensor_data
 from minifw.core.tensor_data import Index
 from minifw.simple_ops import HostStorage
@@ -46,7 +47,7 @@ broadcast_index = _fns.broadcast_index
 TILE_J = 256
 
 
-# BEGIN TASK 3.1
+# Given helpers the kernels of task 3.1 use.
 
 
 @njit(inline="always")
@@ -73,6 +74,9 @@ def _same_dense(out_shape: Any, out_strides: Any, shape: Any, strides: Any) -> b
     return True
 
 
+# BEGIN TASK 3.1
+
+
 @njit(parallel=True, cache=True)
 def _map(
     op: int, out: Any, out_shape: Any, out_strides: Any, a: Any, a_shape: Any, a_strides: Any
@@ -90,6 +94,7 @@ def _map(
 
     Invariants: main loop parallel; index buffers thread-local (allocated in the
     parallel body); no allocation in the inner loop; each out cell written once.
+    Use the given `_cells` and `_same_dense`; pass `i + 0` to the inlined `to_index`.
     """
     size = _cells(out_shape)
     if _same_dense(out_shape, out_strides, a_shape, a_strides):
@@ -124,6 +129,7 @@ def _zip(
 
     Invariants: main loop parallel; index buffers thread-local (allocated in the
     parallel body); no allocation in the inner loop; each out cell written once.
+    Use the given `_cells` and `_same_dense`; pass `i + 0` to the inlined `to_index`.
     """
     size = _cells(out_shape)
     if _same_dense(out_shape, out_strides, a_shape, a_strides) and _same_dense(
@@ -161,6 +167,7 @@ def _reduce(
 
     Invariants: main loop parallel; index buffer thread-local (allocated in the
     parallel body); no allocation in the inner loop; each out cell written once.
+    Use the given `_cells`; pass `i + 0` to the inlined `to_index`.
     """
     n, step = a_shape[dim], a_strides[dim]
     for i in prange(_cells(out_shape)):
@@ -186,7 +193,8 @@ def _matmul(
 ) -> None:  # fmt: skip
     """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] over 3-D operands; a batch of 1 broadcasts.
 
-    Loop::
+    Write it in this one function, reading cells through the strides (operands may be
+    transposed, sliced or broadcast; out may be a strided view). Loop::
 
         for (n, i) in prange(batches * rows):          # one row of out per task
             for j0 in range(0, cols, TILE_J):           # the row, TILE_J cells at a time
@@ -196,11 +204,14 @@ def _matmul(
                 out[n, i, j0 : j0 + TILE_J] = acc
 
     Invariants: main loop parallel; acc thread-local (allocated in the parallel body);
-    no allocation in the inner loop; each out cell written once.
+    no allocation in the inner loop; each out cell written once. Index b in the inner
+    loop with an unsigned position, `b[np.uint64(...)]`: Numba accepts negative indices
+    (x[-1]) and checks every signed one, and that check stops LLVM vectorising the loop.
     """
     batches, rows, cols, depth = out_shape[0], out_shape[1], out_shape[2], a_shape[2]
     a_n = a_strides[0] if a_shape[0] > 1 else 0  # a batch of size 1 serves every n
     b_n = b_strides[0] if b_shape[0] > 1 else 0
+    a_row, a_col, b_row, b_col = a_strides[1], a_strides[2], b_strides[1], b_strides[2]
     for task in prange(batches * rows):
         n, i = task // rows, task % rows
         acc = np.empty(TILE_J, out.dtype)
@@ -208,10 +219,10 @@ def _matmul(
             w = min(TILE_J, cols - j0)
             acc[:w] = 0
             for k in range(depth):
-                x = a[n * a_n + i * a_strides[1] + k * a_strides[2]]
-                p = n * b_n + k * b_strides[1] + j0 * b_strides[2]
+                x = a[n * a_n + i * a_row + k * a_col]
+                p = n * b_n + k * b_row + j0 * b_col  # where b[n, k, j0] is
                 for j in range(w):
-                    acc[j] += x * b[p + j * b_strides[2]]
+                    acc[j] += x * b[np.uint64(p + j * b_col)]
             o = n * out_strides[0] + i * out_strides[1] + j0 * out_strides[2]
             for j in range(w):
                 out[o + j * out_strides[2]] = acc[j]
@@ -221,7 +232,13 @@ def _matmul(
 
 
 def _find_fast_paths() -> types.ModuleType | None:
-    """`minifw.fast_paths`, or None in a repository without it (a student's)."""
+    """`minifw.fast_paths`, or None in a repository without it (a student's).
+
+    Only the folder beside this file counts: an import alone could find another
+    checkout's copy (an editable install of the staff repository in the same venv).
+    """
+    if not (Path(__file__).resolve().parent / "fast_paths" / "__init__.py").is_file():
+        return None
     try:
         return importlib.import_module("minifw.fast_paths")
     except ModuleNotFoundError as missing:
@@ -234,14 +251,25 @@ def _find_fast_paths() -> types.ModuleType | None:
 fast_paths = _find_fast_paths()
 
 
-class ReadableFastOps(HostStorage):
-    """The readable parallel kernels of this file only (the ones students write).
+# Each kernel again without threads (same code; `prange` runs as `range`), for small
+# inputs: below PARALLEL_FROM units of work, waking the thread pool costs more than the
+# loop, and far more on a busy machine.
+_map_serial, _zip_serial, _reduce_serial, _matmul_serial = (
+    serial_twin(kernel) for kernel in (_map, _zip, _reduce, _matmul)
+)
 
-    `FastOps` runs them where `minifw/fast_paths/` is absent; this class runs them
-    anywhere, to test or time them: `TensorBackend(ReadableFastOps, "fast-readable")`.
+
+class ReadableFastOps(HostStorage):
+    """The readable kernels of this file only (the ones students write), on the CPU.
+
+    Each launch runs the parallel kernel, or its serial twin below `parallel_from`
+    units of work (cells; for reduce cells folded in; for matmul multiply-adds / 2).
+    `FastOps` runs these where `minifw/fast_paths/` is absent; this class runs them
+    anywhere, to test or time them: the "readable" backend of `minifw.backends`.
     """
 
     device = "cpu"
+    parallel_from = PARALLEL_FROM
 
     @classmethod
     def map(
@@ -249,7 +277,8 @@ class ReadableFastOps(HostStorage):
         a: Storage, a_shape: Index, a_strides: Index,
     ) -> None:  # fmt: skip
         """out[i] = unary(op, a[i]) for every cell i of out; `a` broadcasts to out."""
-        _map(op, out, out_shape, out_strides, a, a_shape, a_strides)
+        kernel = _map if out.size >= cls.parallel_from else _map_serial
+        kernel(op, out, out_shape, out_strides, a, a_shape, a_strides)
 
     @classmethod
     def zip(
@@ -258,7 +287,8 @@ class ReadableFastOps(HostStorage):
         b: Storage, b_shape: Index, b_strides: Index,
     ) -> None:  # fmt: skip
         """out[i] = binary(op, a[i], b[i]); `a` and `b` broadcast to out."""
-        _zip(op, out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
+        kernel = _zip if out.size >= cls.parallel_from else _zip_serial
+        kernel(op, out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
 
     @classmethod
     def reduce(
@@ -266,7 +296,9 @@ class ReadableFastOps(HostStorage):
         a: Storage, a_shape: Index, a_strides: Index, dim: int,
     ) -> None:  # fmt: skip
         """out[i] = fold of binary(op) along `dim` of a, starting from out's current value."""
-        _reduce(op, out, out_shape, out_strides, a, a_shape, a_strides, dim)
+        work = out.size * int(a_shape[dim])
+        kernel = _reduce if work >= cls.parallel_from else _reduce_serial
+        kernel(op, out, out_shape, out_strides, a, a_shape, a_strides, dim)
 
     @classmethod
     def matmul(
@@ -275,7 +307,9 @@ class ReadableFastOps(HostStorage):
         b: Storage, b_shape: Index, b_strides: Index,
     ) -> None:  # fmt: skip
         """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] over 3-D operands; batch dims broadcast."""
-        _matmul(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
+        work = out.size * int(a_shape[2]) // 2
+        kernel = _matmul if work >= cls.parallel_from else _matmul_serial
+        kernel(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
 
 
 class FastOps(ReadableFastOps):
@@ -283,10 +317,8 @@ class FastOps(ReadableFastOps):
 
     With `minifw/fast_paths/` present each kernel is the fast path's, run serially
     below `parallel_from` units of work (waking the thread pool would cost more);
-    without it, the readable kernels of `ReadableFastOps`.
+    without it, the readable kernels of `ReadableFastOps` (serial below it too).
     """
-
-    parallel_from = PARALLEL_FROM
 
     @classmethod
     def map(

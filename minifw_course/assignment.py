@@ -7,10 +7,13 @@ course task; FastOps runs the kernels students write when the folder is absent),
 
 - stubs every function fenced for a task of `module` or a later module (fences
   stay, bodies become `raise NotImplementedError("Task x.y: ...")`);
-- removes the tests of later modules (whole files, or single tests of mixed files)
-  and the tooling tests in `tests/course/`;
-- writes a README for the module, copies `docs/moduleN.md`, and records the module
-  in `minifw_course/assignment.json` so `python -m minifw.course grade` knows it;
+- makes SimpleOps the CPU default up to module 3 (FastOps' kernels are stubs there);
+- removes the tests of later modules, the `extra` tests (never graded) and the `staff`
+  tests (whole files, single tests or classes of mixed files; see prune.py), and the
+  tooling tests in `tests/course/`;
+- writes a README for the module, copies `docs/moduleN.md` with its generated task
+  table brought up to date, and records the module in `minifw_course/assignment.json`
+  so `python -m minifw.course grade` knows it;
 - checks that every Python file it wrote still parses.
 """
 
@@ -22,7 +25,12 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minifw_course.docs import render_module_page, render_student_readme
+from minifw_course.docs import (
+    DocsError,
+    render_module_page,
+    render_student_readme,
+    update_module_page,
+)
 from minifw_course.fences import Stub, python_files, scan_fences, stub_source
 from minifw_course.prune import prune_tests
 from minifw_course.tasks import MODULES, TASKS, tasks_of_module
@@ -30,11 +38,14 @@ from minifw_course.tasks import MODULES, TASKS, tasks_of_module
 COPIED_DIRS = ("minifw", "minifw_course", "tests", "project")
 # Expert kernels and their tests: the student repository runs the kernels students write.
 LEFT_OUT = ("minifw/fast_paths", "tests/fast_paths")
-COPIED_FILES = ("setup.cfg", "pyproject.toml", "ruff.toml", ".gitignore")
+# `.streamlit/config.toml` keeps the app on localhost when students run it.
+COPIED_FILES = ("setup.cfg", "pyproject.toml", "ruff.toml", ".gitignore", ".streamlit/config.toml")
 IGNORED = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.nbi", "*.nbc", ".hypothesis", ".pytest_cache", "*.egg-info"
 )
 STAFF_TESTS = "tests/course"
+# The last module whose student repository runs on SimpleOps by default.
+LAST_SIMPLE_MODULE = 3
 ASSIGNMENT_FILE = "minifw_course/assignment.json"
 _MODULE_OF = {task.id: task.module for task in TASKS}
 
@@ -56,8 +67,8 @@ class AssignmentReport:
         lines = [
             f"wrote the module {self.module} assignment to {self.out}",
             f"  {count} functions stubbed in {len(self.stubs)} files",
-            f"  {tests} tests of later modules removed; {len(self.removed_files)} test files "
-            "dropped",
+            f"  {tests} tests removed (later modules, extra, staff); "
+            f"{len(self.removed_files)} test files dropped",
         ]
         for name, stubs in sorted(self.stubs.items()):
             tasks = sorted({stub.task for stub in stubs})
@@ -88,13 +99,14 @@ def make_assignment(src: Path, out: Path, module: int, force: bool = False) -> A
         shutil.rmtree(out)
     scan = scan_fences(src)  # also validates every fence before anything is written
     _check_left_out_unfenced(scan)
+    guide = _guide(src, module, scan)
     out.mkdir(parents=True, exist_ok=True)
     _copy(src, out)
     report = AssignmentReport(module, out)
     _stub_sources(out, module, report)
     _set_default_backend(out, module)
     _prune_tests(out, module, report)
-    _write_extras(src, out, module, scan)
+    _write_extras(out, module, scan, guide)
     _check_parses(out)
     return report
 
@@ -119,6 +131,7 @@ def _copy(src: Path, out: Path) -> None:
             shutil.rmtree(out / name)
     for name in COPIED_FILES:
         if (src / name).is_file():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src / name, out / name)
     if (out / STAFF_TESTS).exists():
         shutil.rmtree(out / STAFF_TESTS)
@@ -139,9 +152,12 @@ def _stub_sources(out: Path, module: int, report: AssignmentReport) -> None:
 
 
 def _set_default_backend(out: Path, module: int) -> None:
-    """Before module 3 FastOps is still a stub: make SimpleOps the CPU default."""
+    """Up to module 3 FastOps' kernels are stubs (or task 3.1's work): default to SimpleOps.
+
+    In module 3 the earlier modules' tests must keep passing while task 3.1 is undone.
+    """
     path = out / "minifw" / "backends.py"
-    if module >= 3 or not path.is_file():
+    if module > LAST_SIMPLE_MODULE or not path.is_file():
         return
     source = path.read_text("utf-8")
     changed = source.replace('"cpu": "fast"', '"cpu": "simple"')
@@ -170,16 +186,23 @@ def _prune_tests(out: Path, module: int, report: AssignmentReport) -> None:
             report.removed_tests[name] = result.removed
 
 
+def _guide(src: Path, module: int, scan: dict[str, dict[str, list[str]]]) -> str:
+    """The module's guide with its task table brought up to date (a stub page if none)."""
+    path = src / "docs" / f"module{module}.md"
+    if not path.is_file():
+        return render_module_page(module, scan)
+    try:
+        return update_module_page(path.read_text("utf-8"), module, scan)
+    except DocsError as error:
+        raise AssignmentError(f"{path}: {error}") from error
+
+
 def _write_extras(
-    src: Path, out: Path, module: int, scan: dict[str, dict[str, list[str]]]
+    out: Path, module: int, scan: dict[str, dict[str, list[str]]], guide: str
 ) -> None:
     (out / "README.md").write_text(render_student_readme(module, scan), "utf-8")
-    page = f"docs/module{module}.md"
     (out / "docs").mkdir(exist_ok=True)
-    if (src / page).is_file():
-        shutil.copy2(src / page, out / page)
-    else:
-        (out / page).write_text(render_module_page(module, scan), "utf-8")
+    (out / "docs" / f"module{module}.md").write_text(guide, "utf-8")
     record = {"module": module, "tasks": [task.id for task in tasks_of_module(module)]}
     target = out / ASSIGNMENT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)

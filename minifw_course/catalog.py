@@ -1,10 +1,10 @@
 """What each module and task asks of students, where the work lives, which app page helps.
 
 The course map itself (ids, modules, titles) is `tasks.py`; this file adds the prose
-the docs pages and the generated student READMEs are rendered from. `files` lists
-where a task's work lives: every file that fences code for the task (the docs render
-the fences, see `docs.task_files`; tests/course/test_docs.py checks the two agree), plus
-`project/` for the training tasks.
+the docs pages and the generated student READMEs are rendered from. Where a task's work
+lives is read from the fences (`docs.task_files`), so the two cannot disagree; `also`
+lists only what no fence can mark: `project/` for the training tasks, and the files of
+a task whose work is not a fenced function.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ class TaskInfo(NamedTuple):
     """The student-facing description of one task."""
 
     asks: str
-    files: tuple[str, ...]
     app_page: int | None = None
+    also: tuple[str, ...] = ()  # work outside the fences (`project/`, test files)
     points: float = DEFAULT_POINTS
 
 
@@ -73,145 +73,131 @@ TASK_INFO = {
         "min, is_close, an overflow-safe sigmoid, relu, log, exp, inv, tanh, sqrt, abs, "
         "pow) and their derivatives `*_back(x, d)`, which return d times the derivative. "
         "Edge cases follow numpy and PyTorch (log(0) is -inf, relu(nan) is nan).",
-        ("minifw/core/operators.py",),
     ),
     "0.2": TaskInfo(
-        "Write hypothesis property tests for the operators: symmetry, distributivity, "
-        "sigmoid(-x) = 1 - sigmoid(x), the bounds of relu and sigmoid, transitivity of "
-        "lt. Build inputs with the strategies in `tests/strategies.py`.",
-        ("tests/core/test_operators.py", "tests/strategies.py"),
+        "Write the property checks of the operators, each a function that asserts one "
+        "law for given inputs: symmetry, distributivity, sigmoid(-x) = 1 - sigmoid(x) "
+        "and its bounds, max/min, agreeing comparisons, monotonicity, log/exp. The tests "
+        "run them with hypothesis on the real operators, where they must pass, and on "
+        "broken ones, where they must fail.",
     ),
     "0.3": TaskInfo(
         "Write the higher-order list functions `map`, `zip_with` and `reduce`, then "
         "`neg_list`, `add_lists`, `sum` and `prod` with them.",
-        ("minifw/core/operators.py",),
     ),
     "0.4": TaskInfo(
-        "Make `nn.Module` find its parameters and submodules from its attributes: "
-        "`parameters()`, `named_parameters()` with dotted names, `children()`, "
-        "`modules()`, and `train()` / `eval()` setting `training` on the whole tree.",
-        ("minifw/nn/module.py",),
+        "Make `nn.Module` walk its tree: `named_children()`, `named_modules()` with "
+        "dotted names, the shared walk behind `named_parameters()` and `named_buffers()`, "
+        "and `train()` setting `training` on every module of the tree.",
     ),
     "1.1": TaskInfo(
         "Write `central_difference(f, *vals, arg, epsilon)`, the numerical derivative "
         "that checks every gradient in the course.",
-        ("minifw/core/autodiff.py",),
-        2,
     ),
     "1.2": TaskInfo(
-        "Write the forward of each scalar Function (add, mul, div, neg, inv, log, exp, "
-        "sigmoid, relu, tanh, comparisons, pow) and the Scalar operators that call them, "
-        "so that every result remembers how it was made.",
-        ("minifw/scalar/functions.py",),
-        2,
+        "Write the forward of each scalar Function (add, sub, mul, div, neg, pow, exp, "
+        "log, sigmoid, relu, tanh and the comparisons): the value of the result, with what "
+        "the backward will need saved on the context.",
+        app_page=2,
     ),
     "1.3": TaskInfo(
         "Write the backward of each scalar Function and `Scalar.chain_rule`, which pairs "
         "every input with its share of the output's derivative.",
-        ("minifw/scalar/functions.py", "minifw/scalar/scalar.py"),
-        2,
+        app_page=2,
     ),
     "1.4": TaskInfo(
         "Write `topological_sort` (every value before the values it was computed from) "
         "and `backpropagate`, which visits each node once and accumulates derivatives "
         "in the leaves.",
-        ("minifw/core/autodiff.py",),
-        2,
+        app_page=2,
     ),
     "1.5": TaskInfo(
-        "Train a small network built from Scalars on the toy 2-D datasets until it "
-        "reaches the accuracy the tests ask for.",
-        ("project/",),
-        1,
+        "Write the forward pass of a small network of Scalars (a linear layer and the "
+        "MLP) and its training step (loss, backward, a manual SGD update), then train it "
+        "on the toy 2-D datasets to the accuracy the tests ask for.",
+        app_page=1,
+        also=("project/",),
     ),
     "2.1": TaskInfo(
         "Write the index math of strided storage: `index_to_position`, `to_index`, "
         "`strides_from_shape`, and `permute` as a view that only reorders shape and "
         "strides.",
-        ("minifw/core/tensor_data.py",),
-        3,
+        app_page=3,
     ),
     "2.2": TaskInfo(
         "Write broadcasting: `shape_broadcast` (numpy/PyTorch rules, with an error that "
         "names both shapes) and `broadcast_index`, which maps an index of the big shape "
         "to an index of a smaller one.",
-        ("minifw/core/tensor_data.py",),
-        3,
+        app_page=3,
     ),
     "2.3": TaskInfo(
         "Write the reference kernels of `SimpleOps` (map, zip, reduce, matmul) over "
         "(storage, shape, strides) triples, and the forward of each tensor Function.",
-        ("minifw/simple_ops.py", "minifw/tensor/functions.py"),
-        3,
+        app_page=2,
     ),
     "2.4": TaskInfo(
         "Write the backward of each tensor Function, summing gradients back to the shape "
         "of a broadcast input.",
-        ("minifw/tensor/functions.py",),
-        2,
+        app_page=2,
     ),
     "2.5": TaskInfo(
         "Train a tensor network on the toy 2-D datasets to the accuracy the tests ask for.",
-        ("project/",),
-        1,
+        app_page=1,
+        also=("project/",),
     ),
     "3.1": TaskInfo(
         "Write the parallel Numba CPU kernels map, zip and reduce: `prange` over output "
-        "cells, thread-local index buffers, and a fast path for contiguous same-shape "
-        "inputs.",
-        ("minifw/fast_ops.py",),
-        5,
+        "cells, thread-local index buffers, and a fast path when every operand is "
+        "contiguous with the output's shape (the given `_same_dense` tells you).",
+        app_page=5,
     ),
     "3.2": TaskInfo(
         "Write the CPU matmul kernel: batch dims broadcast, parallel outer loop, tiled "
         "for the cache, no allocation in the inner loop.",
-        ("minifw/fast_ops.py",),
-        5,
+        app_page=5,
     ),
     "3.3": TaskInfo(
-        "Write the CUDA kernels map, zip and reduce (the reduce finishes in one launch) "
-        "and their launch sizes. Without a GPU, test with NUMBA_ENABLE_CUDASIM=1.",
-        ("minifw/cuda_ops.py",),
-        5,
+        "Write the CUDA kernels map and zip (grid-stride loops) and reduce (in shared "
+        "memory, finishing in one launch). Without a GPU, test with NUMBA_ENABLE_CUDASIM=1.",
+        app_page=5,
     ),
     "3.4": TaskInfo(
         "Write the CUDA matmul kernel tiled in shared memory.",
-        ("minifw/cuda_ops.py",),
-        5,
+        app_page=5,
     ),
     "3.5": TaskInfo(
-        "Train the tensor network again on the fast backend and compare the time per "
-        "epoch with the reference kernels.",
-        ("minifw/tools/profiler.py", "project/"),
-        1,
+        "Write a network for speed: a batched linear layer that is one matmul plus a "
+        "bias for the whole batch, and the 2-layer ReLU network built from it; the tests "
+        "train it on the fast backend.",
+        app_page=1,
+        also=("project/",),
     ),
     "4.1": TaskInfo(
         "Write 1-D convolution (forward and backward) with PyTorch's argument order and "
         "output shape.",
-        ("minifw/nn/conv.py",),
-        4,
+        app_page=4,
     ),
     "4.2": TaskInfo(
         "Write 2-D convolution (forward and backward) with PyTorch's argument order and "
         "output shape.",
-        ("minifw/nn/conv.py",),
-        4,
+        app_page=4,
     ),
     "4.3": TaskInfo(
         "Write average and max pooling over 2-D windows.",
-        ("minifw/nn/conv.py",),
-        4,
+        app_page=4,
     ),
     "4.4": TaskInfo(
         "Write max along a dim (values and indices, with its gradient), softmax and "
         "log-softmax (numerically stable), and dropout (off in eval mode).",
-        ("minifw/nn/activation.py",),
-        4,
+        app_page=4,
     ),
     "4.5": TaskInfo(
-        "Train the digits classifier (8x8 scikit-learn digits) to the accuracy the tests ask for.",
-        ("minifw/nn/losses.py", "project/"),
-        4,
+        "Write the digits network's forward pass (two conv-ReLU-pool stages, then two "
+        "linear layers) and one training epoch (shuffle, batches, zero_grad, forward, "
+        "cross-entropy, backward, step); the tests train it on a small subset of the 8x8 "
+        "scikit-learn digits.",
+        app_page=4,
+        also=("project/",),
     ),
 }
 

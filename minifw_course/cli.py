@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from minifw_course.assignment import AssignmentError, assignment_module, make_assignment
-from minifw_course.docs import write_docs
+from minifw_course.autograder import make_autograder
+from minifw_course.docs import DocsError, write_docs
 from minifw_course.fences import FenceError, scan_fences
 from minifw_course.grade import VISIBILITIES, GradeError, default_staff, grade, parse_tasks
 from minifw_course.markers import check_markers, collect
+from minifw_course.task_check import all_problems, check_tasks
 from minifw_course.tasks import TASKS, tasks_of_module
 
 
@@ -28,6 +30,13 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("out", type=Path, help="output folder (must be empty or absent)")
     make.add_argument("--repo", type=Path, default=Path("."), help="reference repository")
     make.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+
+    bundle = commands.add_parser(
+        "make-autograder", help="write Gradescope's autograder zip for a module"
+    )
+    bundle.add_argument("--module", type=int, required=True, help="course module number")
+    bundle.add_argument("out", type=Path, help="the zip file to write")
+    bundle.add_argument("--repo", type=Path, default=Path("."), help="reference repository")
 
     grade_cmd = commands.add_parser("grade", help="grade a submission task by task")
     grade_cmd.add_argument("--tasks", help="comma-separated task ids, e.g. 2.1,2.2")
@@ -55,6 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--repo", type=Path, default=Path("."))
     check.add_argument("--timeout", type=float, default=300.0)
 
+    tasks_cmd = commands.add_parser(
+        "check-tasks",
+        help="check a module's tests: stubs fail, solved tasks pass, no test needs later work",
+    )
+    tasks_cmd.add_argument("--module", type=int, required=True, help="course module number")
+    tasks_cmd.add_argument("--repo", type=Path, default=Path("."), help="reference repository")
+    tasks_cmd.add_argument("--timeout", type=float, default=1800.0, help="seconds per state")
+
     docs = commands.add_parser("docs", help="regenerate docs/README.md and docs/moduleN.md")
     docs.add_argument("--repo", type=Path, default=Path("."))
     return parser
@@ -69,6 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = make_assignment(args.repo, args.out, args.module, force=args.force)
             print(report.summary())
             return 0
+        if args.command == "make-autograder":
+            names = make_autograder(args.repo, args.out, args.module)
+            print(f"wrote {args.out}: {len(names)} files, module {args.module} staff copy, "
+                  "setup.sh, run_autograder, requirements.txt")  # fmt: skip
+            return 0
         if args.command == "grade":
             return _grade(args, parser)
         if args.command == "check-markers":
@@ -77,10 +99,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(problem)
             print(f"{len(problems)} marker problems" if problems else "markers: all good")
             return 1 if problems else 0
+        if args.command == "check-tasks":
+            problems = all_problems(check_tasks(args.repo, args.module, timeout=args.timeout))
+            for problem in problems:
+                print(problem)
+            print(f"{len(problems)} problems" if problems else "tasks: all good")
+            return 1 if problems else 0
         for path in write_docs(args.repo, scan_fences(args.repo.resolve())):
             print(f"wrote {path}")
         return 0
-    except (AssignmentError, FenceError) as error:
+    except (AssignmentError, FenceError, DocsError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

@@ -1,8 +1,12 @@
-"""Render the docs pages (`docs/moduleN.md`, `docs/README.md`) and student READMEs.
+"""Render docs/README.md, the task table of each module guide, and student READMEs.
 
-Everything is rendered from the course map (`tasks.py`), the prose in `catalog.py`
-and the fences found in the repository, so the pages name the files and functions
-each task really asks for. Regenerate with `python -m minifw.course docs`.
+`docs/moduleN.md` is a hand-written guide. Only the block between the lines BLOCK_BEGIN
+and BLOCK_END is generated: a table of the module's tasks with their titles, test
+commands, the files and names their fences mark, and their app pages. `python -m
+minifw.course docs` rewrites that block (appending it to a page without one) and leaves
+the prose around it as written; docs/README.md is generated whole. Everything generated
+comes from the course map (`tasks.py`), the prose in `catalog.py` and the fences found in
+the repository, so it names the files and functions each task really asks for.
 """
 
 from __future__ import annotations
@@ -14,6 +18,10 @@ from minifw_course.tasks import MODULES, Task, tasks_of_module
 
 Scan = dict[str, dict[str, list[str]]]
 
+BLOCK_BEGIN = "<!-- BEGIN GENERATED: tasks (python -m minifw.course docs) -->"
+BLOCK_END = "<!-- END GENERATED: tasks -->"
+APP_CONFIG = ".streamlit/config.toml"
+
 COMPARISON_NOTE = (
     "minifw comparisons (`<`, `>`, `<=`, `>=`, `==`, `!=`) return 0./1. float tensors in "
     "the operands' float dtype, where PyTorch returns bool tensors. Code written for "
@@ -22,10 +30,24 @@ COMPARISON_NOTE = (
 )
 
 
+class DocsError(ValueError):
+    """A module guide whose generated block is malformed."""
+
+
 def task_files(task: Task, scan: Scan) -> list[str]:
-    """The files a task's work lives in: its fences if it has any, else the catalog's plan."""
+    """Where a task's work lives: the files its fences are in, then the catalog's `also`.
+
+    A folder of `also` that holds a fenced file is already named by that file.
+    """
     fenced = sorted(scan.get(task.id, {}))
-    return fenced or list(TASK_INFO[task.id].files)
+    also = [name for name in TASK_INFO[task.id].also if name not in fenced]
+    return fenced + [n for n in also if not any(f.startswith(n.rstrip("/") + "/") for f in fenced)]
+
+
+def task_names(task: Task, scan: Scan) -> list[str]:
+    """The functions and methods fenced for a task, file by file."""
+    files = scan.get(task.id, {})
+    return [name for where in sorted(files) for name in files[where]]
 
 
 def run_command(tasks: list[Task]) -> str:
@@ -35,15 +57,17 @@ def run_command(tasks: list[Task]) -> str:
     return 'pytest -m "' + " or ".join(task.marker for task in tasks) + '"'
 
 
+def _code_list(names: list[str]) -> str:
+    return ", ".join(f"`{name}`" for name in names) or "-"
+
+
 def _task_section(task: Task, scan: Scan, heading: str = "##") -> list[str]:
     info = TASK_INFO[task.id]
     lines = [f"{heading} Task {task.id}: {task.title}", "", info.asks, ""]
-    lines.append("- Files: " + ", ".join(f"`{f}`" for f in task_files(task, scan)))
-    functions = [
-        f"`{name}`" for where in sorted(scan.get(task.id, {})) for name in scan[task.id][where]
-    ]
-    if functions:
-        lines.append("- To implement: " + ", ".join(functions))
+    lines.append("- Files: " + _code_list(task_files(task, scan)))
+    names = task_names(task, scan)
+    if names:
+        lines.append("- To implement: " + _code_list(names))
     lines.append(f"- Tests: `{run_command([task])}`")
     if info.app_page is not None:
         lines.append("- Helps: " + app_page_text(info.app_page))
@@ -51,34 +75,70 @@ def _task_section(task: Task, scan: Scan, heading: str = "##") -> list[str]:
     return lines
 
 
-def render_module_page(module: int, scan: Scan) -> str:
-    """The docs page of one module: its tasks, what they ask, files, tests, app pages."""
-    info = MODULE_INFO[module]
+def render_task_block(module: int, scan: Scan) -> str:
+    """The generated block of a module guide: one table row per task, between the markers."""
     tasks = tasks_of_module(module)
-    lines = [f"# Module {module}: {info.title}", "", info.intro, ""]
-    lines += [
-        "| Task | Title | Tests | App page |",
-        "| --- | --- | --- | --- |",
+    lines = [
+        BLOCK_BEGIN,
+        "",
+        "| Task | Title | Tests | Files | To implement | App page |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for task in tasks:
         page = TASK_INFO[task.id].app_page
         app = f"{page} ({APP_PAGES[page]})" if page is not None else "-"
-        lines.append(f"| {task.id} | {task.title} | `{run_command([task])}` | {app} |")
-    lines += ["", f"All of this module's tests: `{run_command(tasks)}`.", ""]
-    for task in tasks:
-        lines += _task_section(task, scan)
-    if module >= 2:
-        lines += ["## Differences from PyTorch", "", COMPARISON_NOTE, ""]
+        files, names = _code_list(task_files(task, scan)), _code_list(task_names(task, scan))
+        cells = [task.id, task.title, f"`{run_command([task])}`", files, names, app]
+        lines.append("| " + " | ".join(cells) + " |")
     lines += [
-        "## Where to work",
         "",
-        "Each function you write is fenced by `# BEGIN TASK x.y` / `# END TASK x.y` "
-        "comments. In the starter code its body raises "
-        '`NotImplementedError("Task x.y: ...")`; the signature and docstring say what '
-        "it must do.",
+        f"All of this module's tests: `{run_command(tasks)}`. The app: `{APP_COMMAND}`.",
         "",
+        BLOCK_END,
     ]
     return "\n".join(lines)
+
+
+def _block_span(lines: list[str]) -> tuple[int, int] | None:
+    """The indices of the BEGIN and END lines of the generated block, or None."""
+    begins = [i for i, line in enumerate(lines) if line.strip() == BLOCK_BEGIN]
+    ends = [i for i, line in enumerate(lines) if line.strip() == BLOCK_END]
+    if not begins and not ends:
+        return None
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        raise DocsError(
+            f"expected one {BLOCK_BEGIN!r} line followed by one {BLOCK_END!r} line; "
+            f"found {len(begins)} and {len(ends)}"
+        )
+    return begins[0], ends[0]
+
+
+def generated_block(text: str) -> str | None:
+    """The generated block of a guide as it is written (markers included), or None."""
+    lines = text.splitlines()
+    span = _block_span(lines)
+    return None if span is None else "\n".join(lines[span[0] : span[1] + 1])
+
+
+def update_module_page(text: str, module: int, scan: Scan) -> str:
+    """The guide `text` with its generated block rewritten (appended when missing).
+
+    Everything outside the block stays as written.
+    """
+    block = render_task_block(module, scan)
+    lines = text.splitlines()
+    span = _block_span(lines)
+    if span is None:
+        return text.rstrip("\n") + "\n\n" + block + "\n"
+    tail = "\n" if text.endswith("\n") else ""
+    return "\n".join([*lines[: span[0]], block, *lines[span[1] + 1 :]]) + tail
+
+
+def render_module_page(module: int, scan: Scan) -> str:
+    """A starting page for a module without a guide: its title, intro and generated block."""
+    info = MODULE_INFO[module]
+    lines = [f"# Module {module}: {info.title}", "", info.intro, ""]
+    return "\n".join(lines) + "\n" + render_task_block(module, scan) + "\n"
 
 
 def render_index(scan: Scan) -> str:
@@ -116,12 +176,15 @@ _STAFF_GUIDE = [
     "",
     "- `python -m minifw.course make-assignment --module N OUT` writes the student "
     "repository of module N: fenced code of module N and later modules becomes "
-    "`NotImplementedError` stubs, tests of later modules are removed, and a README "
+    "`NotImplementedError` stubs, tests of later modules and `extra` and `staff` tests are "
+    "removed, SimpleOps is the CPU default up to module 3, and a README "
     "for the module is generated.",
     "- `python -m minifw.course grade [--tasks 2.1,2.2 | --module N] [--json results.json] "
     "[--timeout 600] [--repo SUBMISSION] [--staff STAFF] [--user USER]` grades a submission "
-    "task by task, prints a score table, and writes Gradescope's `results.json`. Only the "
-    "submission's task files (the files that fence a task of a graded module, and "
+    "task by task, prints a score table with each task's wall time, and writes Gradescope's "
+    "`results.json`. Its tests run with `HYPOTHESIS_PROFILE=grade` (10 examples, "
+    "derandomized, no shrinking), so every grading run of a submission sees the same cases. "
+    "Only the submission's task files (the files that fence a task of a graded module, and "
     "`project/` for the training tasks) are laid into a fresh copy of the staff copy "
     "(`--staff`, by default the checkout the grader runs from); its tests, conftest, "
     "tooling and every other file come from the staff copy. The module is `--module` or "
@@ -134,7 +197,9 @@ _STAFF_GUIDE = [
     "Skips for the machine (no CUDA) therefore belong in setup (a `skipif` mark or a "
     "fixture), where the staff run sees them; a skip inside a test body counts as a failure.",
     "- `python -m minifw.course check-markers` checks that every test has exactly one "
-    "known task marker; `python -m minifw.course docs` regenerates these pages.",
+    "known task marker; `python -m minifw.course docs` regenerates this page and the "
+    "task table of each module guide (the block between its `<!-- BEGIN GENERATED` and "
+    "`<!-- END GENERATED` lines); the rest of a guide is written by hand.",
     "- The grader's children inherit its environment: on a machine without a GPU, set "
     "`NUMBA_ENABLE_CUDASIM=1` to grade the CUDA tasks (3.3, 3.4) on Numba's simulator; "
     "otherwise their tests are skipped by the staff copy too and a task with no test left "
@@ -199,16 +264,8 @@ def render_student_readme(module: int, scan: Scan) -> str:
     tasks = tasks_of_module(module)
     earlier = [task for m in MODULES if m < module for task in tasks_of_module(m)]
     lines = [f"# minifw, module {module}: {info.title}", "", info.intro, ""]
-    lines += [
-        "## Setup",
-        "",
-        "```sh",
-        'python -m venv .venv && . .venv/bin/activate && pip install -e ".[dev]"',
-        "```",
-        "",
-        "## Your tasks",
-        "",
-    ]
+    lines += _start_here(module, tasks[0])
+    lines += ["## Your tasks", ""]
     for task in tasks:
         lines += _task_section(task, scan, "###")
     lines += [
@@ -221,10 +278,11 @@ def render_student_readme(module: int, scan: Scan) -> str:
     if earlier:
         lines.append(f"- The tests of earlier modules already pass: `{run_command(earlier)}`.")
     lines += [
-        f"- More detail: `docs/module{module}.md`.",
         "",
-        "Each function to write is fenced by `# BEGIN TASK x.y` / `# END TASK x.y` and "
-        'raises `NotImplementedError("Task x.y: ...")` until you write it.',
+        "## The app",
+        "",
+        f"`{APP_COMMAND}`, from the repository root, opens the course app in your browser. "
+        f"`{APP_CONFIG}` keeps it on this machine (it listens on localhost only).",
         "",
     ]
     if module >= 2:
@@ -232,15 +290,47 @@ def render_student_readme(module: int, scan: Scan) -> str:
     return "\n".join(lines)
 
 
+def _start_here(module: int, first: Task) -> list[str]:
+    """The first steps of a student repository's README, in the order to take them."""
+    return [
+        "## Start here",
+        "",
+        "1. Install the package and everything the tests use (PyTorch for comparisons, "
+        "hypothesis, the app's packages):",
+        "",
+        "   ```sh",
+        '   python -m venv .venv && . .venv/bin/activate && pip install -e ".[test]"',
+        "   ```",
+        "",
+        f"2. Run the first task's tests: `{run_command([first])}`. They fail with "
+        f'`NotImplementedError("Task {first.id}: ...")`: that is the starting point. Each '
+        "failure names the task, the function to write and the guide to read.",
+        f"3. Read the guide of this module, [`docs/module{module}.md`](docs/module{module}.md): "
+        "each task explained with a worked example and the usual mistakes.",
+        "4. Write the code where the fences are: every function you write lies between a "
+        "`# BEGIN TASK x.y` and a `# END TASK x.y` line, and its body raises "
+        '`NotImplementedError("Task x.y: ...")` until you write it. '
+        f'`grep -rn "BEGIN TASK {first.id}" minifw project` finds task {first.id}\'s.',
+        "",
+    ]
+
+
 def write_docs(root: Path, scan: Scan) -> list[Path]:
-    """Write docs/README.md and docs/moduleN.md under `root`; return the paths written."""
+    """Write docs/README.md and each guide's generated block under `root`; return the paths.
+
+    A guide that does not exist yet is started with its title, intro and block.
+    """
     folder = root / "docs"
     folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    pages = {"README.md": render_index(scan)}
-    pages.update({f"module{m}.md": render_module_page(m, scan) for m in MODULES})
-    for name, text in pages.items():
-        path = folder / name
+    index = folder / "README.md"
+    index.write_text(render_index(scan), "utf-8")
+    written = [index]
+    for module in MODULES:
+        path = folder / f"module{module}.md"
+        if path.is_file():
+            text = update_module_page(path.read_text("utf-8"), module, scan)
+        else:
+            text = render_module_page(module, scan)
         path.write_text(text, "utf-8")
         written.append(path)
     return written

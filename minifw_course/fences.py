@@ -25,6 +25,7 @@ FENCE = re.compile(r"^#\s*(BEGIN|END)\s+TASK\b\s*(.*?)\s*$")
 TASK_ID = re.compile(r"^\d+\.\d+$")
 MAX_LINE = 99
 _TITLES = {task.id: task.title for task in TASKS}
+_MODULES = {task.id: task.module for task in TASKS}
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -183,13 +184,17 @@ def _take_all(
 
 
 def stub_message(task: str, qualname: str, docstring: str | None) -> str:
-    """The text of a stub's NotImplementedError: task id, what to implement and where."""
+    """The text of a stub's NotImplementedError: task id, what to implement, the guide.
+
+    "Task 2.1: implement index_to_position: <docstring's first line> (see docs/module2.md)"
+    """
     summary = ""
     if docstring and docstring.strip():
         summary = docstring.strip().splitlines()[0].strip()
     if not summary:
         summary = "part of " + _TITLES.get(task, "this task")
-    return f"Task {task}: implement {qualname}: {summary}"
+    guide = f" (see docs/module{_MODULES[task]}.md)" if task in _MODULES else ""
+    return f"Task {task}: implement {qualname}: {summary}{guide}"
 
 
 def _raise_line(indent: str, message: str) -> str:

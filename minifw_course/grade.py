@@ -6,6 +6,9 @@ make-assignment, or the reference repository; the submission supplies only its t
 files: the files that fence a task of a graded module (and the catalog's non-test paths
 of those tasks, such as `project/`). Everything else in the submission is ignored.
 
+Every pytest child runs with HYPOTHESIS_PROFILE=grade (tests/conftest.py: few examples,
+derandomized, no shrinking), so a grade does not depend on luck or on a stub's shrinking.
+
 1. The plan: in a fresh copy of the staff template, before any submission file is laid
    in, one pytest child collects each task's tests and runs their setup only
    (`--setup-only`). Its test ids are the denominators; the tests that the staff copy
@@ -56,6 +59,8 @@ from minifw_course.tasks import TASKS, Task
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 OUTPUT_LIMIT = 8000
+# The hypothesis profile of every graded run (registered in tests/conftest.py).
+GRADE_ENV = {"HYPOTHESIS_PROFILE": "grade"}
 _MESSAGE_LINES = 12
 # Left out of the copy of the staff template: version control, environments, caches.
 TEMPLATE_SKIPPED = (".git", ".venv", ".venv-ci", "venv", "build", "dist", ".mypy_cache",
@@ -79,6 +84,7 @@ class TaskResult:
     max_score: float
     output: str
     note: str = ""
+    seconds: float = 0.0  # wall time spent grading the task
 
     def gradescope(self, visibility: str) -> dict[str, Any]:
         """This result as one entry of results.json's `tests` list."""
@@ -155,7 +161,7 @@ def submission_paths(staff_tree: Path, tasks: Sequence[Task]) -> list[str]:
     except FenceError as error:
         raise GradeError(f"the staff copy's fences are broken: {error}") from error
     names = {name for task in ids for name in scan.get(task, {})}
-    planned = {name for task in ids if task in TASK_INFO for name in TASK_INFO[task].files}
+    planned = {name for task in ids if task in TASK_INFO for name in TASK_INFO[task].also}
     names |= {name for name in planned if (staff_tree / name).exists()}
     return sorted(name for name in names if _may_submit(name))
 
@@ -299,8 +305,10 @@ class Grading:
         return self.work / "tree"
 
     def pytest(self, args: Sequence[str]) -> PytestRun:
-        """Run pytest in the tree, as the run's user, with the recorder."""
-        return run_pytest(self.tree, args, self.timeout, self.python, self.user, self.work)
+        """Run pytest in the tree, as the run's user, with the recorder and GRADE_ENV."""
+        return run_pytest(
+            self.tree, args, self.timeout, self.python, self.user, self.work, GRADE_ENV
+        )
 
     def plan(self, tasks: Sequence[Task]) -> dict[str, TaskPlan]:
         """Each task's tests, from the staff copy alone (no submission file laid in yet)."""
@@ -436,19 +444,22 @@ def _cap(text: str) -> str:
 
 
 def table(results: Sequence[TaskResult]) -> str:
-    """The score table printed at the end of grading."""
-    rows = [("task", "title", "passed/total", "score", "")]
+    """The score table printed at the end of grading, with each task's wall time."""
+    rows = [("task", "title", "passed/total", "score", "time", "")]
     for r in results:
         score = f"{r.score:.2f}/{r.max_score:.2f}"
-        rows.append((r.task.id, r.task.title[:38], f"{r.passed}/{r.counted}", score, r.note))
+        rows.append((r.task.id, r.task.title[:38], f"{r.passed}/{r.counted}", score,
+                     f"{r.seconds:.1f} s", r.note))  # fmt: skip
     total = sum(r.score for r in results)
     possible = sum(r.max_score for r in results)
-    rows.append(("total", "", "", f"{total:.2f}/{possible:.2f}", ""))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    seconds = sum(r.seconds for r in results)
+    rows.append(("total", "", "", f"{total:.2f}/{possible:.2f}", f"{seconds:.1f} s", ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = []
     for row in rows:
-        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2])]
-        lines.append("  ".join([*cells, row[3].rjust(widths[3]), row[4]]).rstrip())
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
+        cells += [row[i].rjust(widths[i]) for i in (2, 3, 4)]
+        lines.append("  ".join([*cells, row[5]]).rstrip())
     return "\n".join(lines)
 
 
@@ -536,10 +547,14 @@ def grade(
             notes = "Ignored (only task files are graded): " + ", ".join(ignored[:20])
         for task in tasks:
             log(f"grading task {task.id} ({task.title}) ...")
+            begun = time.monotonic()
             try:
                 result = grading.grade_task(task, plans[task.id], paths)
             except Exception as error:  # noqa: BLE001 - one task's trouble must not lose the rest
                 result = zero(task, f"the grader failed on this task: {error!r}", "grader error")
+            result.seconds = time.monotonic() - begun
+            log(f"  task {task.id}: {result.score:.2f}/{result.max_score:.2f} "
+                f"in {result.seconds:.1f} s")  # fmt: skip
             results.append(result)
             save()
     log(table(results))

@@ -110,11 +110,13 @@ def run_pytest(
     python: str = sys.executable,
     user: RunUser | None = None,
     work: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> PytestRun:
     """Run `python -m pytest ARGS` in `repo` with the recorder and gather its events.
 
     `user` is who the child runs as (default: the caller's user); `work` is a folder for
-    the plugin and the scratch folders (default: a temporary one). Never raises for what
+    the plugin and the scratch folders (default: a temporary one); `env` adds variables
+    to the child's environment (PYTHONPATH is always the recorder's). Never raises for what
     the child does: a crash, an exit or a hang (killed after `timeout` seconds, with every
     process of the run) shows in the returned run.
     """
@@ -129,7 +131,7 @@ def run_pytest(
                     "-p", "no:cacheprovider", *args]  # fmt: skip
 
         path = os.pathsep.join([str(plugin), str(repo), os.environ.get("PYTHONPATH", "")])
-        extra = {"PYTHONPATH": path.rstrip(os.pathsep)}
+        extra = {**(env or {}), "PYTHONPATH": path.rstrip(os.pathsep)}
         child = run_child(command, repo, folder / "scratch", timeout, user or RunUser(), extra)
     run = PytestRun(returncode=child.returncode, timed_out=child.timed_out)
     run.duration, run.output, run.leftovers = child.duration, child.output, child.leftovers

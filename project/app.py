@@ -1,14 +1,16 @@
 """minifw's training visualizer: `streamlit run project/app.py`.
 
 Pages (sidebar): 1 Train, 2 Autograd graph, 3 Tensor explorer, 4 Digits,
-5 Profiler. `streamlit run project/app.py -- --max-module N` hides the pages of
-course modules after N. The server binds to localhost (see .streamlit/config.toml
-at the repository root; run streamlit from there).
+5 Profiler; each says at its top which course tasks it exercises. The app shows
+only what a student has built: `streamlit run project/app.py -- --max-module N`
+(or `MINIFW_MAX_MODULE=N streamlit run project/app.py`) hides the pages, and the
+parts of pages, of course modules after N; in a generated student repository the
+default is the repository's module. The server binds to localhost (see
+.streamlit/config.toml at the repository root; run streamlit from there).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -18,26 +20,45 @@ if ROOT not in sys.path:  # streamlit puts project/ on the path, not the reposit
 
 import streamlit as st  # noqa: E402
 
-from project.app_pages import visible_pages  # noqa: E402
+from project.app_pages import MAX_MODULE_ENV, course_limit, visible_pages  # noqa: E402
+from project.app_pages.common import MAX_MODULE_KEY  # noqa: E402
 
 
-def max_module(argv: list[str]) -> int | None:
-    """The `--max-module N` option after streamlit's `--`, if any."""
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--max-module", type=int)
-    known, _ = parser.parse_known_args(argv)
-    return known.max_module  # type: ignore[no-any-return]
+def nothing_yet() -> None:
+    """The page shown when the course module has no app page yet (module 0)."""
+    st.title("minifw")
+    st.info(
+        "The app's first pages come with course module 1 (the Scalar engine). "
+        "Come back when you start it."
+    )
+
+
+def limit_text(limit: int | None) -> str:
+    """The sidebar's note on which course modules the pages cover."""
+    if limit is None:
+        return "Pages of every course module."
+    return (
+        f"Pages of course modules up to {limit}; later ones are hidden "
+        f"(`--max-module N` or {MAX_MODULE_ENV}=N shows more)."
+    )
 
 
 def main() -> None:
     """Set up the page and run the one the sidebar selects."""
     st.set_page_config(page_title="minifw", layout="wide")
+    try:
+        limit = course_limit(sys.argv[1:])
+    except ValueError as error:
+        st.error(str(error))
+        return
+    st.session_state[MAX_MODULE_KEY] = limit
     pages = [
-        st.Page(info.render_function(), title=info.label, url_path=info.slug)
-        for info in visible_pages(max_module(sys.argv[1:]))
-    ]
+        st.Page(info.script, title=info.label, url_path=info.slug) for info in visible_pages(limit)
+    ] or [st.Page(nothing_yet, title="minifw", url_path="start")]
     st.sidebar.caption("minifw: a small teaching deep-learning framework")
+    st.sidebar.caption(limit_text(limit))
     st.navigation(pages).run()
 
 
-main()
+if __name__ == "__main__":  # streamlit runs the script as __main__
+    main()

@@ -1,8 +1,11 @@
 """The digits classifier: a LeNet-style conv net on 8x8 digits or MNIST (task 4.5).
 
-With the defaults below it reaches at least 95% test accuracy on scikit-learn's
-embedded 8x8 digits (no download). `--mnist DIR` in `run_digits.py` trains the same
-network on 28x28 MNIST IDX files instead.
+Task 4.5 fences `DigitsNet.forward` (the network's forward pass, built from the conv,
+pooling and linear layers of the earlier tasks) and `DigitsTrainer.run_epoch` (one
+epoch of minibatch training with cross-entropy). With the defaults below it reaches
+at least 95% test accuracy on scikit-learn's embedded 8x8 digits (no download).
+`--mnist DIR` in `run_digits.py` trains the same network on 28x28 MNIST IDX files
+instead.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from project.training import (
     build_model,
     cross_entropy,
     make_optimizer,
-    minibatch_epoch,
     predict_logits,
+    to_numpy,
 )
 
 CLASSES = 10
@@ -63,11 +66,19 @@ class DigitsNet(mf.nn.Module):
         self.fc1 = nn.Linear(channels[1] * (size // 4) ** 2, hidden)
         self.fc2 = nn.Linear(hidden, CLASSES)
 
+    # BEGIN TASK 4.5
     def forward(self, x: Any) -> Any:
-        """Class logits (N, 10) for images (N, 1, size, size)."""
+        """Class logits (N, 10) for images (N, 1, size, size).
+
+        Write: conv1 -> ReLU -> pool -> conv2 -> ReLU -> pool, flatten each image's maps
+        to one row (N, channels[1] * (size // 4) ** 2), then fc1 -> ReLU -> fc2. No
+        softmax at the end: the loss (cross-entropy) takes raw logits.
+        """
         x = self.pool(self.conv1(x).relu())
         x = self.pool(self.conv2(x).relu())
         return self.fc2(self.fc1(x.flatten(1)).relu())
+
+    # END TASK 4.5
 
     def feature_maps(self, x: Any) -> Any:
         """The first conv layer's output after ReLU (N, channels[0], size, size)."""
@@ -132,8 +143,18 @@ class DigitsTrainer(Trainer):
         )
         self.optimizer = make_optimizer(config["optimizer"], self.model, config["lr"])
 
+    # BEGIN TASK 4.5
     def run_epoch(self, epoch: int) -> tuple[float, float]:
-        """One shuffled pass over the training images."""
+        """One shuffled pass over the training images; returns (mean loss, accuracy).
+
+        Write: shuffle with `np.random.default_rng([seed, epoch])` (the same epoch always
+        sees the same order, so a resumed run repeats an uninterrupted one) and cut the
+        training set into batches of `config["batch"]` images (`batches` does both).
+        For each batch: zero the gradients, compute the logits, the mean cross-entropy
+        against the labels, backpropagate, step the optimizer. Return the loss averaged
+        over images (weight each batch's loss by its size) and the fraction of training
+        images whose largest logit was at their label, both seen during the epoch.
+        """
         rng = np.random.default_rng([self.config["seed"], epoch])
         data = batches(
             self.images.train_images,
@@ -142,7 +163,21 @@ class DigitsTrainer(Trainer):
             self.config["backend"],
             rng,
         )
-        return minibatch_epoch(self.model, self.optimizer, data, cross_entropy, argmax_hits)
+        self.model.train()
+        total_loss, hits, seen = 0.0, 0, 0
+        for images, labels in data:
+            self.optimizer.zero_grad()
+            logits = self.model(images)
+            loss = cross_entropy(logits, labels)
+            loss.backward()
+            self.optimizer.step()
+            count = labels.shape[0]
+            total_loss += loss.item() * count
+            hits += argmax_hits(to_numpy(logits), to_numpy(labels))
+            seen += count
+        return total_loss / max(seen, 1), hits / max(seen, 1)
+
+    # END TASK 4.5
 
     def predict(self, images: np.ndarray) -> np.ndarray:
         """The predicted class of each image (N, 1, H, W)."""

@@ -74,7 +74,7 @@ def training_threads() -> int:
     import numba
 
     wanted = os.environ.get("MINIFW_APP_THREADS")
-    available = int(numba.config.NUMBA_NUM_THREADS)
+    available = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
     if wanted is not None and wanted.isdigit() and int(wanted) > 0:
         return min(int(wanted), available)
     return max(1, available - 1)

@@ -11,13 +11,15 @@ for a model); later processes load the machine code in seconds. The app says so:
   MLP (fast)", ...) under the kernel cache, keyed on the hash of the kernel sources
   and Numba's version (the cache's own key), written after a run of that workload.
 * `WarmUp` runs one tiny step of each workload in a background thread (the "warm
-  the kernels" button), with its phase and elapsed time for the page.
+  the kernels" button), with its phase and elapsed time for the page; `warm_steps`
+  leaves out the workloads of course modules a student has not reached.
 
 Nothing here imports streamlit.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -29,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 CPU_WORKLOADS = ("points MLP (fast)", "digits conv net (fast)", "profiler (fast, compiled)")
+# The course module each workload needs: the fast backend is module 3, the conv net module 4.
+WORKLOAD_MODULE = {CPU_WORKLOADS[0]: 3, CPU_WORKLOADS[1]: 4, CPU_WORKLOADS[2]: 3}
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,7 @@ class CompileMonitor:
             def on_end(self, ev: Any) -> None:
                 monitor._ended()
 
-        event.register("numba:compile", _Listener())
+        event.register("numba:compile", _Listener())  # type: ignore[no-untyped-call]
         return self
 
     def state(self) -> CompileState:
@@ -183,11 +187,16 @@ def warm_digits(backend: str = "fast") -> None:
     trainer.feature_maps(trainer.images.test_images[0])
 
 
-def warm_profiler(backend: str = "fast") -> None:
-    """The Profiler page's default steps, eager and compiled (its fused kernels)."""
+def warm_profiler(backend: str = "fast", models: tuple[str, ...] | None = None) -> None:
+    """The Profiler page's default steps, eager and compiled (its fused kernels).
+
+    Args:
+        backend: the backend to warm.
+        models: the models to step (all of the page's models when None).
+    """
     from project.profiling import MODELS, make_step
 
-    for model in MODELS:
+    for model in MODELS if models is None else models:
         for compiled in (False, True):
             step = make_step(model, backend, 32, 100, compiled=compiled)
             step()
@@ -199,6 +208,24 @@ WARMUPS: dict[str, Callable[[], None]] = {
     CPU_WORKLOADS[1]: warm_digits,
     CPU_WORKLOADS[2]: warm_profiler,
 }
+
+
+def workloads_up_to(max_module: int | None) -> tuple[str, ...]:
+    """The workloads of course modules up to `max_module` (all of them when None)."""
+    return tuple(
+        name for name in CPU_WORKLOADS if max_module is None or WORKLOAD_MODULE[name] <= max_module
+    )
+
+
+def warm_steps(max_module: int | None) -> dict[str, Callable[[], None]]:
+    """The warm-up steps of a student of course module `max_module` (None: all of them).
+
+    Before module 4 the profiler warms its MLP step only: the conv net is not built yet.
+    """
+    steps = {name: WARMUPS[name] for name in workloads_up_to(max_module)}
+    if CPU_WORKLOADS[2] in steps and max_module is not None and max_module < 4:
+        steps[CPU_WORKLOADS[2]] = functools.partial(warm_profiler, models=("points MLP",))
+    return steps
 
 
 @dataclass(frozen=True)
@@ -230,6 +257,8 @@ class WarmUp:
         if self._thread is None:
             monitor()
             self._started = time.perf_counter()
+            if self.steps:  # the first phase is current from the start, not once it runs
+                self._phase, self._name = 1, next(iter(self.steps))
             self._thread = threading.Thread(target=self._work, name="minifw-warm", daemon=True)
             self._thread.start()
         return self

@@ -6,7 +6,8 @@ Inputs are centred, `2 * (x - 0.5)`, so the ReLU units start on both sides of th
 data; the plots use the original coordinates. The tensor MLP has one output, a
 logit z with P(label 1) = sigmoid(z), trained with binary cross-entropy written
 with the elementwise ops of course module 2 (so it runs before module 4's
-`cross_entropy` exists).
+`cross_entropy` exists). Task 2.5 writes that loss, `bce_with_logits`, and the
+training step it drives, `project.training.train_step`.
 """
 
 from __future__ import annotations
@@ -94,13 +95,20 @@ def points_mlp(hidden: int) -> Any:
     )
 
 
+# BEGIN TASK 2.5
+
+
 def bce_with_logits(logits: Any, targets: Any) -> Any:
     """Mean binary cross-entropy of logits z against 0/1 targets t, computed stably.
 
-    -[t log sigmoid(z) + (1 - t) log(1 - sigmoid(z))] = relu(z) - z t + log(1 + exp(-|z|)),
-    which never takes the log of 0 or the exp of a large number.
+    Write it with tensor ops as relu(z) - z * t + log(1 + exp(-|z|)), averaged over every
+    cell: it equals -[t log sigmoid(z) + (1 - t) log(1 - sigmoid(z))] but never takes
+    the log of 0 or the exp of a large number.
     """
     return (logits.relu() - logits * targets + ((-logits.abs()).exp() + 1.0).log()).mean()
+
+
+# END TASK 2.5
 
 
 def logit_hits(logits: np.ndarray, targets: np.ndarray) -> int:

@@ -1,9 +1,10 @@
-"""Train a tensor MLP on a toy 2-D set (course task 3.5), on the fast Numba backend.
+"""Train the batched points network of task 3.5 on a toy 2-D set, on the fast backend.
 
     python project/run_fast_tensor.py --dataset split --hidden 100 --points 50 --batch 10
     python -m project.run_fast_tensor --dataset circle --backend cuda
 
-The same script as run_tensor.py with `--backend fast` as its default.
+The flags of run_tensor.py, with `--backend fast` as the default; the model is
+`project.fast_network.FastNetwork` (one matmul per layer), the network you write in 3.5.
 """
 
 from __future__ import annotations
@@ -15,12 +16,30 @@ from collections.abc import Sequence
 if __package__ in (None, ""):  # run as a file: make `project` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from project.cli import points_main  # noqa: E402
+from project.cli import check_args, points_parser, train_and_report  # noqa: E402
+
+PROG = "run_fast_tensor"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse `argv` (default: the command line), train, print the summary."""
-    return points_main(argv, "run_fast_tensor", "fast", __doc__.splitlines()[0])
+    """Parse `argv` (default: the command line), train FastNetwork, print the summary."""
+    from project.fast_network import FastPointsTrainer
+    from project.points import DEFAULTS
+
+    parser = points_parser(PROG, __doc__.splitlines()[0], "fast")
+    args = parser.parse_args(argv)
+    check_args(parser, args)
+    trainer = FastPointsTrainer(
+        dataset=args.dataset,
+        points=args.points,
+        hidden=args.hidden,
+        lr=args.lr,
+        batch=args.batch,
+        optimizer=args.optimizer,
+        backend=args.backend,
+        seed=args.seed,
+    )
+    return train_and_report(PROG, trainer, args, DEFAULTS[args.dataset].epochs)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,10 @@
 """A multi-layer perceptron built from Scalars, and its training (course task 1.5).
 
+Task 1.5 writes the network's forward (`ScalarLinear.forward`, `ScalarMLP.forward`)
+and one training step: the loss of the whole set as one Scalar graph (`epoch_loss`),
+the plain SGD update (`sgd_step`) and the step that joins them (`train_epoch`). The
+parameters, the loop and the command line around them are given.
+
 `train_scalar` runs the shared training loop of project/training.py, which reports
 through a callback, so the command line (`run_scalar.py`), the tests and the app
 share one loop; `train_epoch` is one epoch of it.
@@ -39,8 +44,13 @@ class ScalarLinear(Module):
             self.biases.append(Parameter(Scalar(rng.uniform(-bound, bound))))
             self.register_parameter(f"bias_{j}", self.biases[-1])
 
+    # BEGIN TASK 1.5
     def forward(self, inputs: Sequence[Scalar | float]) -> list[Scalar]:
-        """Return the out_size outputs for one input point."""
+        """Return the out_size outputs for one input point: b_j + sum_i w_ij x_i.
+
+        Output j uses `self.biases[j]` and the row `self.weights[j]` (one Parameter
+        per input); a Parameter's Scalar is its `.value`.
+        """
         outputs = []
         for row, bias in zip(self.weights, self.biases, strict=True):
             acc = bias.value
@@ -48,6 +58,8 @@ class ScalarLinear(Module):
                 acc = acc + w.value * x
             outputs.append(acc)
         return outputs
+
+    # END TASK 1.5
 
     def extra_repr(self) -> str:
         """The sizes, for repr."""
@@ -72,16 +84,30 @@ class ScalarMLP(Module):
         for k, layer in enumerate(self.layers):
             self.add_module(f"layer{k + 1}", layer)
 
+    # BEGIN TASK 1.5
     def forward(self, point: Sequence[Scalar | float]) -> list[Scalar]:
-        """Return the last layer's outputs for one input point."""
+        """Return the last layer's outputs for one input point.
+
+        Run `self.layers` in order; after every layer but the last, apply the Scalar
+        method named by `self.activation` ("tanh", "relu" or "sigmoid") to each output.
+        """
         hidden: Sequence[Scalar | float] = point
         for layer in self.layers[:-1]:
             hidden = [getattr(h, self.activation)() for h in layer(hidden)]
         return self.layers[-1](hidden)  # type: ignore[no-any-return]
 
+    # END TASK 1.5
+
+
+# BEGIN TASK 1.5
+
 
 def sgd_step(model: Module, lr: float) -> None:
-    """Move every parameter against its gradient and clear the gradient."""
+    """Move every parameter against its gradient and clear the gradient.
+
+    For each Scalar s = param.value of `model.parameters()` whose `grad` is not None:
+    s.data -= lr * s.grad, then s.grad = None. Parameters without a gradient stay.
+    """
     for param in model.parameters():
         value = param.value
         if value.grad is not None:
@@ -92,7 +118,10 @@ def sgd_step(model: Module, lr: float) -> None:
 def epoch_loss(model: ScalarMLP, data: PointSet) -> tuple[Scalar, int]:
     """Mean binary cross-entropy over the set (as one graph) and the count of hits.
 
-    The model's single output z is a logit: P(y = 1) = sigmoid(z).
+    The model's single output z is a logit: P(y = 1) = sigmoid(z) and P(y = 0) =
+    sigmoid(-z). The loss is the mean over the points of -log P(y = label), one Scalar
+    whose graph reaches every parameter; a point counts as a hit when z > 0 exactly
+    for label 1.
     """
     total = Scalar(0.0, requires_grad=False)
     correct = 0
@@ -107,13 +136,16 @@ def epoch_loss(model: ScalarMLP, data: PointSet) -> tuple[Scalar, int]:
 def train_epoch(model: ScalarMLP, data: PointSet, lr: float) -> tuple[float, float]:
     """One full-batch SGD step: the mean loss over `data`, backward, update.
 
-    Returns the epoch's mean loss and the fraction classified correctly, both
-    measured in that epoch's forward pass.
+    Returns the epoch's mean loss (a float) and the fraction classified correctly,
+    both measured in that epoch's forward pass, before the update.
     """
     loss, correct = epoch_loss(model, data)
     loss.backward()
     sgd_step(model, lr)
     return loss.data, correct / data.n
+
+
+# END TASK 1.5
 
 
 def train_scalar(

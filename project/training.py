@@ -8,7 +8,8 @@ draws from it. A callback (or a `should_stop` check) may end a run early: raisin
 
 A trainer knows its model, its data and one epoch of training; this module also
 holds the tensor-engine pieces shared by the 2-D and the digits trainers: batches,
-one epoch of minibatch SGD/Adam with cross-entropy, evaluation, checkpoints.
+one training step (task 2.5: `train_step`), one epoch of minibatch SGD/Adam,
+evaluation, checkpoints.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from minifw.serialization import load, save
 
 LogFn = Callable[[int, float, float, float], None]
 StopFn = Callable[[], bool]
-BACKENDS = ("simple", "fast", "cuda")
+BACKENDS = ("simple", "readable", "fast", "cuda")
 _BACKEND_LOCK = threading.Lock()
 
 
@@ -261,6 +262,33 @@ def batches(
         yield to_tensor(X[rows], backend), to_tensor(y[rows], backend)
 
 
+# BEGIN TASK 2.5
+
+
+def train_step(
+    model: Any,
+    optimizer: Any,
+    inputs: Any,
+    targets: Any,
+    loss_fn: Callable[[Any, Any], Any],
+) -> tuple[Any, Any]:
+    """One step of gradient descent on one batch; return (outputs, loss).
+
+    Write: clear the gradients left by the last step (`optimizer.zero_grad()`), run
+    the model on `inputs`, compute `loss_fn(outputs, targets)`, backpropagate the loss
+    and let the optimizer update the parameters (`optimizer.step()`).
+    """
+    optimizer.zero_grad()
+    outputs = model(inputs)
+    loss = loss_fn(outputs, targets)
+    loss.backward()
+    optimizer.step()
+    return outputs, loss
+
+
+# END TASK 2.5
+
+
 def minibatch_epoch(
     model: Any,
     optimizer: Any,
@@ -280,11 +308,7 @@ def minibatch_epoch(
     model.train()
     total_loss, hits, seen = 0.0, 0, 0
     for inputs, targets in batches:
-        optimizer.zero_grad()
-        outputs = model(inputs)
-        loss = loss_fn(outputs, targets)
-        loss.backward()
-        optimizer.step()
+        outputs, loss = train_step(model, optimizer, inputs, targets, loss_fn)
         count = targets.shape[0]
         total_loss += loss.item() * count
         hits += hits_fn(to_numpy(outputs), to_numpy(targets))

@@ -21,7 +21,7 @@ RULES = {
 }
 
 
-@pytest.mark.task1_5
+@pytest.mark.extra
 @pytest.mark.parametrize("name", sorted(DATASETS))
 def test_toy_sets_are_deterministic_sized_and_labelled(name: str) -> None:
     make = DATASETS[name]
@@ -37,7 +37,7 @@ def test_toy_sets_are_deterministic_sized_and_labelled(name: str) -> None:
         assert data.y == [int(RULES[name](x1, x2)) for x1, x2 in data.X]
 
 
-@pytest.mark.task1_5
+@pytest.mark.extra
 def test_toy_sets_do_not_touch_global_random_state() -> None:
     import random
 
@@ -48,7 +48,7 @@ def test_toy_sets_do_not_touch_global_random_state() -> None:
     assert random.random() == expected
 
 
-@pytest.mark.task1_5
+@pytest.mark.extra
 def test_spiral_has_two_balanced_arms() -> None:
     data = datasets.spiral(100, 1)
     assert data.y.count(0) == 50 and data.y.count(1) == 50
@@ -60,7 +60,7 @@ def test_spiral_has_two_balanced_arms() -> None:
         assert len(quadrants) == 4
 
 
-@pytest.mark.task1_5
+@pytest.mark.extra
 @pytest.mark.parametrize("n", [0, -1, 2.5, True])
 def test_toy_sets_reject_bad_sizes(n: object) -> None:
     with pytest.raises(ValueError, match="positive int"):
@@ -69,7 +69,7 @@ def test_toy_sets_reject_bad_sizes(n: object) -> None:
         datasets.spiral(n)  # type: ignore[arg-type]
 
 
-@pytest.mark.task4_5
+@pytest.mark.extra
 def test_load_digits_shapes_dtypes_and_split() -> None:
     pytest.importorskip("sklearn")
     split = load_digits(test_fraction=0.25, seed=1)
@@ -85,13 +85,13 @@ def test_load_digits_shapes_dtypes_and_split() -> None:
     assert not np.array_equal(other.test_labels, y_test)
 
 
-@pytest.mark.task4_5
+@pytest.mark.extra
 def test_load_digits_rejects_bad_fraction() -> None:
     with pytest.raises(ValueError, match="test_fraction"):
         load_digits(test_fraction=1.0)
 
 
-@pytest.mark.task4_5
+@pytest.mark.extra
 def test_load_digits_without_sklearn_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
@@ -125,7 +125,7 @@ def sample(n: int = 5, rows: int = 4, cols: int = 3) -> tuple[np.ndarray, np.nda
     return rng.integers(0, 256, (n, rows, cols)), rng.integers(0, 10, n)
 
 
-@pytest.mark.task4_5
+@pytest.mark.extra
 @pytest.mark.parametrize("gzipped", [False, True])
 @pytest.mark.parametrize("kind", ["train", "t10k"])
 def test_load_mnist_reads_plain_and_gzipped_files(
@@ -143,7 +143,7 @@ def test_load_mnist_reads_plain_and_gzipped_files(
         np.testing.assert_array_equal(x_test, x)
 
 
-@pytest.mark.task4_5
+@pytest.mark.extra
 def test_load_mnist_names_a_missing_file(tmp_path: Path) -> None:
     images, _ = sample()
     write(tmp_path / "train-images-idx3-ubyte", idx_images(images), False)
@@ -155,7 +155,7 @@ def test_load_mnist_names_a_missing_file(tmp_path: Path) -> None:
         load_mnist(tmp_path, kind="validation")
 
 
-@pytest.mark.task4_5
+@pytest.mark.extra
 @pytest.mark.parametrize(
     ("images_bytes", "labels_bytes", "message", "culprit"),
     [
@@ -187,7 +187,7 @@ def test_load_mnist_rejects_bad_files_naming_them(
     assert f"train-{culprit}-idx" in str(error.value)
 
 
-@pytest.mark.task4_5
+@pytest.mark.extra
 def test_load_mnist_reports_a_corrupt_gzip(tmp_path: Path) -> None:
     images, labels = sample()
     (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(b"not gzip at all")

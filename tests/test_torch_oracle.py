@@ -152,11 +152,24 @@ def run_both(case: Case, arrays: list[np.ndarray], backend: TensorBackend, grad:
     return mine, theirs, as_tuple(case.fn(mf, *mine)), as_tuple(case.fn(torch, *theirs))
 
 
-@pytest.mark.task2_3
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-@fixture_ok
-@given(data=st.data())
-def test_forward_matches_pytorch(backend: TensorBackend, case: Case, data: st.DataObject) -> None:
+# Cases whose forward, or backward, is given code (views, indexing, joins, the max of all
+# cells) or task 2.1's permute: they are checked, never graded.
+GIVEN_FORWARD = {
+    "T", "mT", "permute", "transpose", "expand", "expand_new", "flatten", "flatten_range",
+    "index_ellipsis", "index_int", "index_mixed", "squeeze", "squeeze_dim", "unsqueeze",
+    "view", "view_split",
+}  # fmt: skip
+GIVEN_BACKWARD = {
+    "cat", "stack", "max", "flatten", "flatten_range", "index_ellipsis", "index_int",
+    "index_mixed", "squeeze", "squeeze_dim", "unsqueeze", "view", "view_split",
+}  # fmt: skip
+FORWARD_CASES = [c for c in CASES if c.name not in GIVEN_FORWARD]
+GIVEN_FORWARD_CASES = [c for c in CASES if c.name in GIVEN_FORWARD]
+BACKWARD_CASES = [c for c in CASES if c.differentiable and c.name not in GIVEN_BACKWARD]
+GIVEN_BACKWARD_CASES = [c for c in CASES if c.differentiable and c.name in GIVEN_BACKWARD]
+
+
+def check_forward(backend: TensorBackend, case: Case, data: st.DataObject) -> None:
     arrays = draw_inputs(data, case)
     _, _, mine, theirs = run_both(case, arrays, backend, grad=False)
     assert len(mine) == len(theirs)
@@ -167,11 +180,7 @@ def test_forward_matches_pytorch(backend: TensorBackend, case: Case, data: st.Da
         mt.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.task2_4
-@pytest.mark.parametrize("case", [c for c in CASES if c.differentiable], ids=lambda c: c.name)
-@fixture_ok
-@given(data=st.data())
-def test_backward_matches_pytorch(backend: TensorBackend, case: Case, data: st.DataObject) -> None:
+def check_backward(backend: TensorBackend, case: Case, data: st.DataObject) -> None:
     arrays = draw_inputs(data, case)
     # Squares of magnitudes below ~1e-154 are subnormal: var/std gradients then depend on
     # how each library rounds subnormals, not on the math this test is about.
@@ -187,6 +196,42 @@ def test_backward_matches_pytorch(backend: TensorBackend, case: Case, data: st.D
             continue
         assert x.grad is not None, f"input {i} got no gradient"
         mt.assert_close(x.grad, y.grad, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.task2_3
+@pytest.mark.parametrize("case", FORWARD_CASES, ids=lambda c: c.name)
+@fixture_ok
+@given(data=st.data())
+def test_forward_matches_pytorch(backend: TensorBackend, case: Case, data: st.DataObject) -> None:
+    check_forward(backend, case, data)
+
+
+@pytest.mark.extra  # views and indexing are given code (permute is task 2.1's)
+@pytest.mark.parametrize("case", GIVEN_FORWARD_CASES, ids=lambda c: c.name)
+@fixture_ok
+@given(data=st.data())
+def test_given_forward_matches_pytorch(
+    backend: TensorBackend, case: Case, data: st.DataObject
+) -> None:
+    check_forward(backend, case, data)
+
+
+@pytest.mark.task2_4
+@pytest.mark.parametrize("case", BACKWARD_CASES, ids=lambda c: c.name)
+@fixture_ok
+@given(data=st.data())
+def test_backward_matches_pytorch(backend: TensorBackend, case: Case, data: st.DataObject) -> None:
+    check_backward(backend, case, data)
+
+
+@pytest.mark.extra  # the backward of views, indexing, cat and the max of all cells is given
+@pytest.mark.parametrize("case", GIVEN_BACKWARD_CASES, ids=lambda c: c.name)
+@fixture_ok
+@given(data=st.data())
+def test_given_backward_matches_pytorch(
+    backend: TensorBackend, case: Case, data: st.DataObject
+) -> None:
+    check_backward(backend, case, data)
 
 
 # ---- semantics beyond values -------------------------------------------------------------
@@ -212,7 +257,7 @@ PROMOTIONS = [
 ]
 
 
-@pytest.mark.task2_3
+@pytest.mark.extra  # dtype promotion is given code
 @pytest.mark.parametrize(("first", "second", "fn"), PROMOTIONS)
 def test_dtype_promotion_matches_pytorch(first: str, second: str | None, fn: Any) -> None:
     previous = torch.get_default_dtype()
@@ -254,7 +299,7 @@ CREATION = [
 ]
 
 
-@pytest.mark.task2_3
+@pytest.mark.extra  # creation is given code
 @pytest.mark.parametrize("make", CREATION)
 def test_creation_matches_pytorch(make: Any) -> None:
     previous = torch.get_default_dtype()
@@ -287,7 +332,7 @@ REPRS = [
 ]
 
 
-@pytest.mark.task2_3
+@pytest.mark.extra  # printing is given code
 @pytest.mark.parametrize("make", REPRS)
 def test_repr_matches_pytorch(make: Any) -> None:
     previous = torch.get_default_dtype()
@@ -333,7 +378,7 @@ def _twice(lib: Any) -> None:
     y.backward()
 
 
-@pytest.mark.task2_4
+@pytest.mark.extra  # the error checks are given code
 @pytest.mark.parametrize(("name", "fn"), ERRORS, ids=[n for n, _ in ERRORS])
 def test_error_messages_carry_pytorchs_text(name: str, fn: Any) -> None:
     with pytest.raises(Exception) as theirs:

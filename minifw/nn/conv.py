@@ -63,7 +63,12 @@ def _out_size(size: int, kernel: int, stride: int, padding: int) -> int:
 def _windows(
     x: TensorData, kernel: tuple[int, ...], stride: tuple[int, ...], out: tuple[int, ...]
 ) -> TensorData:
-    """The strided view (N, C, *kernel, *out) of x: cell (n, c, *k, *o) is x[n, c, *(o*s + k)]."""
+    """The strided view (N, C, *kernel, *out) of x: cell (n, c, *k, *o) is x[n, c, *(o*s + k)].
+
+    Write: no copy, only new strides over x's storage. Moving one step along a kernel dim
+    moves one cell of x along that spatial dim; one step along an output dim moves
+    `stride` cells.
+    """
     spatial = x.strides[2:]
     strides = (
         x.strides[:2] + spatial + tuple(st * s for st, s in zip(spatial, stride, strict=True))
@@ -83,7 +88,12 @@ class Unfold(Function):
         padding: tuple[int, ...],
         fill: float,
     ) -> Tensor:
-        """Pad with `fill`, view the windows with strides, copy them contiguously."""
+        """Pad with `fill`, view the windows with strides, copy them contiguously.
+
+        Write: the output size along each spatial dim is `_out_size(...)`; `_padded`
+        gives the padded input and `_windows` its window view; return a contiguous copy.
+        Keep in `ctx` what backward needs (input shape, kernel, stride, padding).
+        """
         out = tuple(
             _out_size(s, k, st, p)
             for s, k, st, p in zip(x.shape[2:], kernel, stride, padding, strict=True)
@@ -203,6 +213,11 @@ def conv1d(
 
     out[n, o, l] = bias[o] + sum_{c, k} weight[o, c, k] * x_padded[n, c, l * stride + k],
     computed as one batched matmul of weight (OC, C*K) with the windows (N, C*K, L').
+
+    Write: check the arguments with `_conv_args` (it also adds a batch dim to an
+    unbatched (C, L) input), take the windows with `unfold`, multiply, add the bias
+    per output channel, and drop the batch dim again for an unbatched input. Gradients
+    come from autograd (matmul, view and Unfold's backward).
     """
     x, batched, strides, pads = _conv_args("conv1d", input, weight, bias, stride, padding, 1)
     n, c = x.shape[:2]
@@ -232,6 +247,9 @@ def conv2d(
     out[n, o, i, j] = bias[o] + sum_{c, a, b} weight[o, c, a, b] * x_padded[n, c, i*sh + a,
     j*sw + b], computed as one batched matmul of weight (OC, C*KH*KW) with the windows
     (N, C*KH*KW, H'*W').
+
+    Write: as conv1d with two spatial dims: `_conv_args`, `unfold` with a (KH, KW)
+    kernel, one matmul, the bias per output channel; accept an unbatched (C, H, W) input.
     """
     x, batched, strides, pads = _conv_args("conv2d", input, weight, bias, stride, padding, 2)
     n, c = x.shape[:2]
@@ -253,7 +271,12 @@ def conv2d(
 def _pool_windows(
     name: str, source: Tensor, kernel_size: Any, stride: Any, padding: Any, fill: float
 ) -> tuple[Tensor, bool]:
-    """The 2-D windows of `source` with the kernel dims merged: (N, C, KH*KW, OH, OW)."""
+    """The 2-D windows of `source` with the kernel dims merged: (N, C, KH*KW, OH, OW).
+
+    Write: accept a 3-D (unbatched) or 4-D floating-point input; ints become pairs;
+    the stride defaults to the kernel; padding cells hold `fill`. Return the windows
+    and whether the input had a batch dim.
+    """
     if source.dim() not in (3, 4) or not source.dtype.is_floating_point:
         raise RuntimeError(
             f"{name}: expected a 3-D or 4-D floating-point input, got shape {source.shape} "
@@ -280,7 +303,10 @@ def max_pool2d(
     stride: IntOrTuple | None = None,
     padding: IntOrTuple = 0,
 ) -> Tensor:
-    """The max of each window (stride defaults to the kernel); grads go to the argmax."""
+    """The max of each window (stride defaults to the kernel); grads go to the argmax.
+
+    Write: padding must never win, so pad with -inf; a nan in a window makes its max nan.
+    """
     cols, batched = _pool_windows("max_pool2d", input, kernel_size, stride, padding, -math.inf)
     out: Tensor = cols.max(2).values
     return out if batched else out.squeeze(0)
@@ -292,7 +318,10 @@ def avg_pool2d(
     stride: IntOrTuple | None = None,
     padding: IntOrTuple = 0,
 ) -> Tensor:
-    """The mean of each window (padding counts as zeros, as PyTorch's default)."""
+    """The mean of each window (padding counts as zeros, as PyTorch's default).
+
+    Write: divide by the full kernel area even where the window overlaps the padding.
+    """
     cols, batched = _pool_windows("avg_pool2d", input, kernel_size, stride, padding, 0.0)
     out = cols.mean(2)
     return out if batched else out.squeeze(0)

@@ -13,7 +13,16 @@ import numpy as np
 
 from minifw.core import dtypes
 from minifw.core import operators as ops
-from minifw.nn.activation import dropout, log_softmax, one_hot, relu, sigmoid, softmax, tanh
+from minifw.nn.activation import (
+    dropout,
+    log_softmax,
+    max_along,
+    one_hot,
+    relu,
+    sigmoid,
+    softmax,
+    tanh,
+)
 from minifw.nn.conv import avg_pool2d, conv1d, conv2d, max_pool2d, unfold
 from minifw.nn.losses import binary_cross_entropy, cross_entropy, mse_loss, nll_loss
 from minifw.tensor.functions import Function, FunctionCtx
@@ -159,6 +168,6 @@ def layer_norm(
 
 __all__ = [
     "avg_pool2d", "binary_cross_entropy", "conv1d", "conv2d", "cross_entropy", "dropout",
-    "embedding", "layer_norm", "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss",
-    "one_hot", "relu", "sigmoid", "softmax", "tanh", "unfold",
+    "embedding", "layer_norm", "linear", "log_softmax", "max_along", "max_pool2d", "mse_loss",
+    "nll_loss", "one_hot", "relu", "sigmoid", "softmax", "tanh", "unfold",
 ]  # fmt: skip

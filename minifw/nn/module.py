@@ -192,7 +192,6 @@ class Module:
             object.__setattr__(self, name, {})
         object.__setattr__(self, "_non_persistent_buffers", set())
 
-    # BEGIN TASK 0.4
     def __setattr__(self, name: str, value: Any) -> None:
         """Register Parameters and Modules by name; set anything else as usual."""
         registries = self.__dict__.get("_parameters"), self.__dict__.get("_modules")
@@ -270,21 +269,30 @@ class Module:
         else:
             object.__delattr__(self, name)
 
+    # ---- The tree: Task 0.4 walks it ------------------------------------------------------
+    # __setattr__ above files each Parameter in `_parameters` and each Module in `_modules`
+    # (dicts keep assignment order). The walks below read only those dicts.
+
+    # BEGIN TASK 0.4
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        """Yield (name, module) for each direct submodule, in assignment order."""
+        """Yield (name, module) for each direct submodule, in assignment order, once each.
+
+        Skip entries set to None; a module assigned under two names is listed under
+        its first name only.
+        """
         seen: set[int] = set()
         for name, module in self._modules.items():
             if module is not None and id(module) not in seen:
                 seen.add(id(module))
                 yield name, module
 
-    def children(self) -> Iterator[Module]:
-        """Yield each direct submodule, in assignment order."""
-        for _, module in self.named_children():
-            yield module
-
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        """Yield (dotted name, module) for this module ("") and every descendant, once each."""
+        """Yield (dotted name, module) for this module and every descendant, once each.
+
+        Depth first, parents before children, children in assignment order: a tree
+        net(a, b(c)) gives ("", net), ("a", a), ("b", b), ("b.c", c). Names start with
+        `prefix` (this module's own name is `prefix` itself).
+        """
         seen: set[int] = set()
         stack: list[tuple[str, Module]] = [(prefix, self)]
         while stack:
@@ -300,6 +308,43 @@ class Module:
             ]
             stack.extend(reversed(children))
 
+    def _named_members(
+        self, registry: str, prefix: str = "", recurse: bool = True
+    ) -> Iterator[tuple[str, Any]]:
+        """Yield (dotted name, value) for the entries of one registry dict in the tree.
+
+        `registry` names the dict attribute each module keeps ("_parameters" or
+        "_buffers"). Visit the modules of `named_modules(prefix)` in order (only this
+        module when `recurse` is False); name an entry "owner.name" ("name" when the
+        owner's name is ""); skip None values and values already yielded.
+        """
+        seen: set[int] = set()
+        owners = self.named_modules(prefix) if recurse else iter([(prefix, self)])
+        for owner_name, owner in owners:
+            for name, value in getattr(owner, registry).items():
+                if value is None or id(value) in seen:
+                    continue
+                seen.add(id(value))
+                yield (f"{owner_name}.{name}" if owner_name else name), value
+
+    def train(self, mode: bool = True) -> Module:
+        """Set `training` to `mode` on this module and every descendant; return self.
+
+        A `mode` that is not a bool is a ValueError.
+        """
+        if not isinstance(mode, bool):
+            raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    # END TASK 0.4
+
+    def children(self) -> Iterator[Module]:
+        """Yield each direct submodule, in assignment order."""
+        for _, module in self.named_children():
+            yield module
+
     def modules(self) -> Iterator[Module]:
         """Yield this module and every descendant, once each, depth first."""
         for _, module in self.named_modules():
@@ -313,33 +358,16 @@ class Module:
         A parameter shared by several modules is listed once, under its first name.
         With `recurse=False` only this module's own parameters are listed.
         """
-        seen: set[int] = set()
-        owners = self.named_modules(prefix) if recurse else iter([(prefix, self)])
-        for owner_name, owner in owners:
-            for name, param in owner._parameters.items():
-                if param is None or id(param) in seen:
-                    continue
-                seen.add(id(param))
-                yield (f"{owner_name}.{name}" if owner_name else name), param
+        yield from self._named_members("_parameters", prefix, recurse)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         """Yield every parameter of this module and below, once each."""
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
-    def train(self, mode: bool = True) -> Module:
-        """Set training mode on this module and every descendant; return self."""
-        if not isinstance(mode, bool):
-            raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
-        for module in self.modules():
-            object.__setattr__(module, "training", mode)
-        return self
-
     def eval(self) -> Module:
         """Set evaluation mode (training=False) on this module and below; return self."""
         return self.train(False)
-
-    # END TASK 0.4
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Compute the module's output; subclasses define it."""
@@ -388,14 +416,7 @@ class Module:
         tuple[str, Any]
     ]:  # fmt: skip
         """Yield (dotted name, buffer) for the buffers of this module (and below), once each."""
-        seen: set[int] = set()
-        owners = self.named_modules(prefix) if recurse else iter([(prefix, self)])
-        for owner_name, owner in owners:
-            for name, buffer in owner._buffers.items():
-                if buffer is None or id(buffer) in seen:
-                    continue
-                seen.add(id(buffer))
-                yield (f"{owner_name}.{name}" if owner_name else name), buffer
+        yield from self._named_members("_buffers", prefix, recurse)
 
     def buffers(self, recurse: bool = True) -> Iterator[Any]:
         """Yield every buffer of this module (and below)."""

@@ -177,7 +177,11 @@ def _check_grad_shape(name: str, i: int, got: tuple[int, ...], want: tuple[int, 
 
 
 def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """Sum `grad` over the dims that broadcasting added or stretched to reach its shape."""
+    """Sum `grad` over the dims that broadcasting added or stretched; return it in `shape`.
+
+    Leading dims that `shape` lacks and dims where `shape` has size 1 but `grad` not
+    are summed; the result is reshaped to `shape`.
+    """
     if grad.shape == shape:
         return grad
     extra = grad.dim() - len(shape)
@@ -207,7 +211,7 @@ class Elementwise(Function):
     # BEGIN TASK 2.3
     @classmethod
     def forward(cls, ctx: FunctionCtx, a: Tensor) -> Tensor:  # type: ignore[override]
-        """f(a) for every cell."""
+        """Return f(a) cell by cell: one map of `cls.op` over a; save a for backward."""
         ctx.save_for_backward(a)
         return a._map(cls.op)
 
@@ -216,7 +220,7 @@ class Elementwise(Function):
     # BEGIN TASK 2.4
     @classmethod
     def backward(cls, ctx: FunctionCtx, grad: Tensor) -> Tensor:  # type: ignore[override]
-        """Return grad * f'(a), computed by one zip."""
+        """Return grad * f'(a): one zip of `cls.back` (the op's derivative) over a and grad."""
         (a,) = ctx.saved_tensors
         return a._zip(cls.back, grad)
 
@@ -254,7 +258,7 @@ class Neg(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor) -> Tensor:
-        """-a."""
+        """Return -a: one map of the NEG op."""
         return a._map(ops.NEG)
 
     # END TASK 2.3
@@ -262,7 +266,7 @@ class Neg(Function):
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        """-grad."""
+        """Return -grad."""
         return grad._map(ops.NEG)
 
     # END TASK 2.4
@@ -276,7 +280,7 @@ class Add(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
-        """Return a + b."""
+        """Return a + b: one zip of the ADD op (a and b broadcast)."""
         return a._zip(ops.ADD, b)
 
     # END TASK 2.3
@@ -284,7 +288,7 @@ class Add(Function):
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, Tensor]:
-        """Grad flows unchanged to both."""
+        """Return (grad, grad): it flows unchanged to both (`chain_rule` un-broadcasts)."""
         return grad, grad
 
     # END TASK 2.4
@@ -298,7 +302,7 @@ class Sub(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
-        """Return a - b."""
+        """Return a - b: one zip of the SUB op (a and b broadcast)."""
         return a._zip(ops.SUB, b)
 
     # END TASK 2.3
@@ -306,7 +310,7 @@ class Sub(Function):
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, Tensor]:
-        """grad, -grad."""
+        """Return (grad, -grad)."""
         return grad, grad._map(ops.NEG)
 
     # END TASK 2.4
@@ -320,7 +324,7 @@ class Mul(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
-        """Return a * b; save each operand only if the other one needs its gradient."""
+        """Return a * b (one zip of MUL); save each operand only if the other needs its grad."""
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
         return a._zip(ops.MUL, b)
@@ -348,7 +352,7 @@ class Div(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
-        """Return a / b; save a only if b needs its gradient."""
+        """Return a / b (one zip of DIV); save b, and a only if b needs its gradient."""
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         return a._zip(ops.DIV, b)
 
@@ -375,7 +379,10 @@ class Pow(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, p: float) -> Tensor:
-        """Return a ** p."""
+        """Return a ** p: one zip of POW with p as a 0-dim tensor (`a._scalar_like(p)`).
+
+        Save a and p (as `ctx.p`) for backward.
+        """
         ctx.save_for_backward(a)
         ctx.p = p
         return a._zip(ops.POW, a._scalar_like(p))
@@ -403,7 +410,10 @@ class MatMul(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
-        """Return a @ b; save each operand only if the other one needs its gradient."""
+        """Return a @ b from the backend's `matmul` launcher on the operands' `_data`.
+
+        Save each operand only if the other one needs its gradient, and both dims.
+        """
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
         ctx.dims = (a.dim(), b.dim())
@@ -460,13 +470,10 @@ class View(Function):
             )
         return a._view_of(view)
 
-    # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
         """Grad reshaped back."""
         return grad.reshape(ctx.shape), None
-
-    # END TASK 2.4
 
 
 class Permute(Function):
@@ -481,7 +488,7 @@ class Permute(Function):
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
-        """Grad permuted by the inverse order."""
+        """Return grad permuted by the inverse of `ctx.order`, and None for the order."""
         inverse = [0] * len(ctx.order)
         for i, d in enumerate(ctx.order):
             inverse[d % len(inverse)] = i
@@ -498,13 +505,10 @@ class Expand(Function):
         """A broadcast view."""
         return a._view_of(a._data.expand(shape))
 
-    # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
         """grad, summed back to the input's shape by `chain_rule`."""
         return grad, None
-
-    # END TASK 2.4
 
 
 class Index(Function):
@@ -516,15 +520,12 @@ class Index(Function):
         ctx.shape, ctx.key = a.shape, key
         return a._view_of(index_view(a._data, key))
 
-    # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
         """Grad written into the indexed cells of zeros."""
         out = grad._zeros(ctx.shape)
         out.backend.copy_into(index_view(out._data, ctx.key), grad._data)
         return out, None
-
-    # END TASK 2.4
 
 
 class Copy(Function):
@@ -535,13 +536,10 @@ class Copy(Function):
         """Row-major copy of a."""
         return a._copy()
 
-    # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
         """Grad unchanged."""
         return grad
-
-    # END TASK 2.4
 
 
 class Cast(Function):
@@ -553,19 +551,15 @@ class Cast(Function):
         ctx.dtype, ctx.backend = a.dtype, a.backend
         return a._convert(dtype, backend)
 
-    # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
         """Grad converted back."""
         return grad._convert(ctx.dtype, ctx.backend), None, None
 
-    # END TASK 2.4
-
 
 class Cat(Function):
     """Tensors joined along `dim`."""
 
-    # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, dim: int, *tensors: Tensor) -> Tensor:
         """Copy each tensor into its slice of the output."""
@@ -581,9 +575,6 @@ class Cat(Function):
             start += size
         return out
 
-    # END TASK 2.3
-
-    # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Any, ...]:
         """Each input gets its slice of grad."""
@@ -594,13 +585,10 @@ class Cat(Function):
             start += size
         return tuple(grads)
 
-    # END TASK 2.4
-
 
 class Where(Function):
     """a where cond != 0 else b (broadcasting)."""
 
-    # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, cond: Tensor, a: Tensor, b: Tensor) -> Tensor:
         """Pick a's cell where cond is nonzero, else b's (no 0 * inf surprises)."""
@@ -608,12 +596,10 @@ class Where(Function):
         ctx.save_for_backward(mask)
         return a._select_where(mask, b)
 
-    # END TASK 2.3
-
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[None, Tensor, Tensor]:
-        """Grad to a where cond holds, to b elsewhere."""
+        """Return (None, grad where cond holds else 0, 0 where cond holds else grad)."""
         (mask,) = ctx.saved_tensors
         zero = grad._scalar_like(0)
         return None, grad._select_where(mask, zero), zero._select_where(mask, grad)
@@ -637,7 +623,11 @@ class Sum(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, dims: tuple[int, ...], keepdim: bool) -> Tensor:
-        """Reduce with ADD along each dim in turn."""
+        """Return the sum over `dims`: one ADD reduce per dim, each leaving size 1 there.
+
+        Drop the summed dims unless `keepdim` (`_drop_dims`); never return `a` itself (a
+        sum over no dims is a copy). Save the input and the kept shapes for backward.
+        """
         ctx.shape = a.shape
         out = a
         for d in dims:
@@ -651,7 +641,7 @@ class Sum(Function):
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
-        """Grad broadcast back over the summed dims."""
+        """Return grad reshaped to the kept shape and expanded back to the input's shape."""
         return grad.reshape(ctx.kept).expand(*ctx.shape), None, None
 
     # END TASK 2.4
@@ -665,7 +655,10 @@ class MaxAlong(Function):
     # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, dim: int, indices: Tensor, keepdim: bool) -> Tensor:
-        """Reduce with MAX along dim."""
+        """Return the max along `dim`: one MAX reduce, dropping `dim` unless `keepdim`.
+
+        Save a and `indices` (where the max is, computed by the caller) for backward.
+        """
         ctx.save_for_backward(a, indices)
         ctx.dim = dim
         out = a._reduce(ops.MAX, dim)
@@ -676,7 +669,7 @@ class MaxAlong(Function):
     # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
-        """Grad routed to the chosen index only."""
+        """Return grad at the max's index along dim, 0 elsewhere (`a._one_hot_along`)."""
         a, indices = ctx.saved_tensors
         grad = grad.reshape(indices.shape)
         return grad * a._one_hot_along(ctx.dim, indices), None, None, None
@@ -689,7 +682,6 @@ class MaxAll(Function):
 
     node_name = "Max"
 
-    # BEGIN TASK 2.3
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor) -> Tensor:
         """Reduce with MAX over every cell."""
@@ -697,9 +689,6 @@ class MaxAll(Function):
         ctx.save_for_backward(a, out)
         return out
 
-    # END TASK 2.3
-
-    # BEGIN TASK 2.4
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
         """Grad / (number of maxima) at each maximum (at each nan if the max is nan)."""
@@ -708,5 +697,3 @@ class MaxAll(Function):
         if a.dtype.is_floating_point:  # a nan max: a holds nans, and only they count
             mask = mask._zip(ops.ADD, a._zip(ops.NE, a))
         return mask * (grad / mask.sum())
-
-    # END TASK 2.4

@@ -64,9 +64,6 @@ SORT_KEYS = ("time", "python", "total", "calls", "flops", "bytes", "name")
 GROUP_KEYS = ("name", "phase", "function", "backend", "shapes")
 
 
-# BEGIN TASK 3.5
-
-
 def distinct_cells(data: TensorData) -> int:
     """The cells of `data` that are distinct in memory: stride-0 (broadcast) dims count once."""
     n = 1
@@ -103,9 +100,6 @@ def launch_bytes(launch: Launch) -> tuple[int, int]:
         return read, 0
     written = sum(out.size * out.base.dtype.itemsize for out in launch.outs)
     return read, written
-
-
-# END TASK 3.5
 
 
 def _synchronize() -> None:

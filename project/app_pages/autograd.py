@@ -2,7 +2,8 @@
 
 The text is parsed by project/expression.py (a whitelist over Python's `ast`,
 never `eval`), evaluated with minifw Scalars or Tensors, differentiated with
-`backward()`, and drawn by `minifw.viz.to_dot` with data and gradients.
+`backward()`, and drawn by `minifw.viz.to_dot` with data and gradients. Tensors
+are offered from course module 2 on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ import streamlit as st
 
 import minifw as mf
 from minifw.tools.viz import to_dot
-from project.app_pages.common import escape_markdown
+from project.app_pages.common import (
+    escape_markdown,
+    page_header,
+    reached,
+    shows_stubs,
+    stub_notice,
+    unwritten_task,
+)
 from project.expression import (
     MAX_LENGTH,
     NAMES,
@@ -66,6 +74,11 @@ def build(engine: str, text: str, raw_values: dict[str, str]) -> tuple[Any, dict
     return out, leaves
 
 
+def engines() -> list[str]:
+    """The kinds of values the student has built: Scalars, then (module 2) Tensors."""
+    return [engine for engine in EXAMPLES if engine == "Scalars" or reached(2)]
+
+
 def _numbers(value: Any) -> str:
     """A short text of a Scalar's or Tensor's numbers."""
     if value is None:
@@ -76,11 +89,12 @@ def _numbers(value: Any) -> str:
     return np.array2string(np.asarray(data.detach().numpy()), precision=4)
 
 
+@shows_stubs
 def render() -> None:
     """Draw the Autograd graph page."""
-    st.title("2 · Autograd graph")
-    st.caption("Course module 1: the graph that backward walks, with data and gradients.")
-    engine = st.radio("values", list(EXAMPLES), horizontal=True)
+    page_header("autograd")
+    st.caption("The graph that backward walks, with data and gradients.")
+    engine = st.radio("values", engines(), horizontal=True)
     example, defaults = EXAMPLES[engine]
     text = st.text_input(
         "expression in x, y, z", example, key=f"expr-{engine}", max_chars=MAX_LENGTH
@@ -97,7 +111,11 @@ def render() -> None:
     try:
         out, leaves = build(engine, text, raw)
     except ExpressionError as error:
-        st.error(f"refused: {escape_markdown(str(error))}")
+        stub = unwritten_task(str(error))
+        if stub:
+            stub_notice(stub)
+        else:
+            st.error(f"refused: {escape_markdown(str(error))}")
         return
     left, right = st.columns([1, 3])
     left.metric("out", _numbers(out))
@@ -120,3 +138,7 @@ def render() -> None:
         "that made them, with their plain arguments (like sum's dims) inside. backward() "
         "fills grad on the leaves only, as in PyTorch."
     )
+
+
+if __name__ == "__main__":  # streamlit runs this file as one page of project/app.py
+    render()

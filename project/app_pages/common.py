@@ -10,6 +10,7 @@ observation and then reused.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,14 +18,25 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from project.app_pages import page_of
 from project.jobs import JobSnapshot, TrainingJob
-from project.kernels import WarmUp, cold_workloads, is_warm, mark_warm, monitor
+from project.kernels import (
+    WarmUp,
+    cold_workloads,
+    is_warm,
+    mark_warm,
+    monitor,
+    warm_steps,
+    workloads_up_to,
+)
 from project.training import EpochRecord
 
 REFRESH_SECONDS = 0.5  # at most two redraws a second
 CHART_POINTS = 400
 TABLE_ROWS = 12
+MAX_MODULE_KEY = "course_max_module"  # set by app.py on every run; unset means no limit
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:])")
+_STUB_MESSAGE = re.compile(r"\bTask \d+\.\d+: [^\n]+")  # NotImplementedError("Task 2.1: ...")
 monitor()  # count Numba's compiles from the first page view on (one listener per process)
 
 
@@ -36,8 +48,58 @@ def cuda_available() -> bool:
     return check()
 
 
+def max_module() -> int | None:
+    """The last course module this session shows (None: every module)."""
+    value = st.session_state.get(MAX_MODULE_KEY)
+    return value if isinstance(value, int) else None
+
+
+def reached(module: int) -> bool:
+    """Whether the student has reached course `module` (so its parts of a page show)."""
+    limit = max_module()
+    return limit is None or module <= limit
+
+
+def page_header(slug: str) -> None:
+    """The page's title and a line saying which tasks it exercises and the module it needs."""
+    info = page_of(slug)
+    st.title(info.label)
+    st.caption(info.banner(max_module()))
+
+
+def unwritten_task(text: str) -> str | None:
+    """The "Task x.y: ..." message of a stub that an error or a traceback reports, if any."""
+    found = _STUB_MESSAGE.findall(text)
+    return found[-1] if found else None
+
+
+def stub_notice(message: str) -> None:
+    """Say that the page reached code of a task that is not written yet, and which."""
+    st.warning(f"This page runs code that is not written yet: {escape_markdown(message)}")
+
+
+def shows_stubs(draw: Callable[[], None]) -> Callable[[], None]:
+    """`draw`, which says which task to write when it reaches a function that is a stub.
+
+    In a student repository the functions of unsolved tasks raise
+    `NotImplementedError("Task x.y: ...")`; the page shows that message instead of a
+    traceback.
+    """
+
+    @functools.wraps(draw)
+    def guarded() -> None:
+        try:
+            draw()
+        except NotImplementedError as error:
+            stub_notice(str(error))
+
+    return guarded
+
+
 def backend_choices() -> list[str]:
-    """The tensor backends to offer: simple, fast, and cuda when a GPU is present."""
+    """The tensor backends to offer: simple, then (from module 3) fast and cuda with a GPU."""
+    if not reached(3):
+        return ["simple"]
     return ["simple", "fast"] + (["cuda"] if cuda_available() else [])
 
 
@@ -108,6 +170,9 @@ def show_progress(snapshot: JobSnapshot, epochs: int) -> None:
     cols[3].metric("time per epoch", f"{1e3 * median:.1f} ms" if median is not None else "-")
     if snapshot.status == "failed":
         st.error("training failed")
+        stub = unwritten_task(snapshot.error)
+        if stub:
+            stub_notice(stub)
         st.code(snapshot.error)
     elif snapshot.status == "running":
         st.info(running_text(snapshot, epochs))
@@ -218,7 +283,7 @@ def kernel_notice(workload: str | None) -> None:
         return
     if workload is None or is_warm(workload):
         return
-    cold = cold_workloads()
+    cold = cold_workloads(workloads_up_to(max_module()))
     st.warning(
         f"The Numba kernels of {workload} are not compiled on this machine yet: the first "
         "epoch compiles them (once per machine, a minute or more; later runs load them "
@@ -226,7 +291,7 @@ def kernel_notice(workload: str | None) -> None:
         f"now in the background ({', '.join(cold)})."
     )
     if st.button("Warm the kernels", key=f"warm-{workload}"):
-        holder["job"] = WarmUp().start()
+        holder["job"] = WarmUp(warm_steps(max_module())).start()
         _warm_progress(holder["job"])
 
 

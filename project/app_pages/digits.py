@@ -20,8 +20,10 @@ from project.app_pages.common import (
     epochs_table,
     kernel_notice,
     live,
+    page_header,
     remember_warm,
     show_progress,
+    shows_stubs,
 )
 from project.digits import DEFAULTS, DigitsTrainer, load_images
 from project.jobs import JobSnapshot, TrainingJob
@@ -110,10 +112,11 @@ def results(trainer: DigitsTrainer) -> None:
         st.pyplot(feature_maps_figure(image, trainer.feature_maps(image)))
 
 
+@shows_stubs
 def render() -> None:
     """Draw the Digits page."""
-    st.title("4 · Digits")
-    st.caption("Course module 4: a LeNet-style conv net on scikit-learn's 8x8 digits.")
+    page_header("digits")
+    st.caption("A LeNet-style conv net on scikit-learn's 8x8 digits.")
     try:
         trainer, epochs = settings()
     except (ValueError, RuntimeError, ImportError) as error:
@@ -135,3 +138,7 @@ def render() -> None:
     live(job, lambda snapshot: draw(snapshot, st.session_state["digits_epochs"], backend))
     if not job.running and job.trainer.records:
         results(job.trainer)
+
+
+if __name__ == "__main__":  # streamlit runs this file as one page of project/app.py
+    render()

@@ -4,16 +4,25 @@ One step (zero_grad, forward, cross-entropy, backward, optimizer step) runs
 under `minifw.profiler.profile()`: the page shows the profiler's table, a bar
 chart of time per op, and the step's time with the forward eager and wrapped in
 `mf.compile` (fused elementwise kernels). When `mf.compile` falls back to eager
-for the step, the page says so with the reason and claims no speed-up.
+for the step, the page says so with the reason and claims no speed-up. The
+digits conv net is offered from course module 4 on.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from project.app_pages.common import backend_choices, demo_once, escape_markdown, kernel_notice
+from project.app_pages.common import (
+    backend_choices,
+    demo_once,
+    escape_markdown,
+    kernel_notice,
+    page_header,
+    reached,
+    shows_stubs,
+)
 from project.kernels import CPU_WORKLOADS, is_warm, mark_warm
-from project.profiling import MODELS, best_time, make_step, ops_frame, profile_step
+from project.profiling import MODEL_MODULE, MODELS, best_time, make_step, ops_frame, profile_step
 
 NUMBER_FORMATS = {
     "kernel ms": "%.3f",
@@ -23,12 +32,14 @@ NUMBER_FORMATS = {
 }
 
 
+@shows_stubs
 def render() -> None:
     """Draw the Profiler page."""
-    st.title("5 · Profiler")
-    st.caption("Course module 3: kernels, dispatch overhead, and what fusion saves.")
+    page_header("profiler")
+    st.caption("Kernels, dispatch overhead, and what fusion saves.")
     cols = st.columns(4)
-    model = cols[0].selectbox("model", MODELS, key="prof-model")
+    models = [name for name in MODELS if reached(MODEL_MODULE[name])]
+    model = cols[0].selectbox("model", models, key="prof-model")
     backend = cols[1].selectbox("backend", backend_choices(), index=1, key="prof-backend")
     batch = int(cols[2].number_input("batch size", 1, 512, 32, key="prof-batch"))
     hidden = int(cols[3].number_input("hidden size (MLP)", 1, 512, 100, key="prof-hidden"))
@@ -94,3 +105,7 @@ def show_result(result: dict[str, object]) -> None:
     st.code(result["table"], language=None)
     with st.expander("what mf.compile captured (forward + loss; backward stays eager)"):
         st.code(result["explain"], language=None)
+
+
+if __name__ == "__main__":  # streamlit runs this file as one page of project/app.py
+    render()

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from minifw.core.tensor_data import TensorData
-from project.app_pages.common import demo_once
+from project.app_pages.common import demo_once, page_header, shows_stubs
 from project.explorer import (
     STEP_HINTS,
     STEPS,
@@ -76,10 +76,11 @@ def pick_index(view: TensorData) -> tuple[int, ...] | None:
     )
 
 
+@shows_stubs
 def render() -> None:
     """Draw the Tensor explorer page."""
-    st.title("3 · Tensor explorer")
-    st.caption("Course module 2: a tensor is a storage plus shape, strides and an offset.")
+    page_header("tensors")
+    st.caption("A tensor is a storage plus shape, strides and an offset.")
     shape_text = st.text_input("shape of a new tensor (values = storage positions)", "2, 3, 4")
     try:
         base = new_storage(parse_ints(shape_text, "the shape"))
@@ -118,3 +119,7 @@ def render() -> None:
         "Shaded storage cells are the ones this view reads; every view above shares the one "
         "storage (no copy). Hover a storage cell to see which indices read it."
     )
+
+
+if __name__ == "__main__":  # streamlit runs this file as one page of project/app.py
+    render()

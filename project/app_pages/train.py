@@ -5,6 +5,9 @@ and settings; Train starts a background job (project/jobs.py), Stop ends it. A
 live chart, the decision boundary and a table of epochs redraw as it learns (at
 most twice a second; the boundary is drawn once per new snapshot of the model).
 When the run ends the page shows the final evaluation, as the command line does.
+The engines offered follow the course: the Scalar engine from module 1, the
+simple backend from module 2, the fast and cuda backends from module 3. The
+models are imported when the page draws, never when it is imported.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from project.app_pages.common import (
     epochs_table,
     kernel_notice,
     live,
+    page_header,
+    reached,
     remember_warm,
     show_progress,
+    shows_stubs,
 )
 from project.jobs import JobSnapshot, TrainingJob
 from project.kernels import workload_of
 from project.plots import boundary_png, grid
-from project.points import DEFAULTS, SCALAR_DEFAULTS, PointsTrainer, ScalarTrainer
 from project.training import Trainer
 
 ENGINES = {
@@ -51,11 +56,24 @@ def dataset_arrays(name: str, points: int, seed: int) -> tuple[np.ndarray, np.nd
     return np.asarray(data.X), np.asarray(data.y)
 
 
+def engine_choices() -> list[str]:
+    """The engines the student has built: Scalar (module 1), then the tensor backends."""
+    return ["scalar", *(backend_choices() if reached(2) else [])]
+
+
+def default_engine(engines: list[str]) -> str:
+    """The engine a page opens with: fast once it is built, else the newest one."""
+    return "fast" if "fast" in engines else engines[-1]
+
+
 def settings() -> tuple[Trainer | None, int]:
     """The settings widgets; returns a new trainer when Train is clicked, and the epochs."""
+    from project.points import DEFAULTS, SCALAR_DEFAULTS, PointsTrainer, ScalarTrainer
+
     left, middle, right = st.columns(3)
-    engines = ["scalar", *backend_choices()]
-    engine = str(left.selectbox("engine", engines, index=2, format_func=lambda e: ENGINES[e]))
+    engines = engine_choices()
+    first = engines.index(default_engine(engines))
+    engine = str(left.selectbox("engine", engines, index=first, format_func=lambda e: ENGINES[e]))
     dataset = str(left.selectbox("dataset", list(DATASETS), index=list(DATASETS).index("xor")))
     base = SCALAR_DEFAULTS[dataset] if engine == "scalar" else DEFAULTS[dataset]
     key = f"{engine}-{dataset}"  # a new engine or dataset brings its own defaults
@@ -120,19 +138,28 @@ def draw(snapshot: JobSnapshot, trainer: Trainer, epochs: int) -> None:
     epochs_table(snapshot.records, height=240)
 
 
+def demo_trainer() -> tuple[Trainer, int]:
+    """The run a demo link starts: xor on the default engine."""
+    from project.points import DEFAULTS, SCALAR_DEFAULTS, PointsTrainer, ScalarTrainer
+
+    engine = default_engine(engine_choices())
+    if engine == "scalar":
+        return ScalarTrainer("xor"), demo_epochs(SCALAR_DEFAULTS["xor"].epochs)
+    return PointsTrainer("xor", backend=engine), demo_epochs(DEFAULTS["xor"].epochs)
+
+
+@shows_stubs
 def render() -> None:
     """Draw the Train page."""
-    st.title("1 · Train")
-    st.caption("Course modules 1–3: the Scalar engine, then tensors on each backend.")
+    page_header("train")
+    st.caption("Fit a classifier to a toy 2-D set and watch its decision boundary move.")
     try:
         trainer, epochs = settings()
     except (ValueError, RuntimeError) as error:
         st.error(f"cannot build the model: {error}")
         trainer, epochs = None, 0
     if trainer is None and demo_once("train"):
-        backend = "fast" if "fast" in backend_choices() else "simple"
-        trainer = PointsTrainer("xor", backend=backend)
-        epochs = demo_epochs(DEFAULTS["xor"].epochs)
+        trainer, epochs = demo_trainer()
     if trainer is not None:
         previous = st.session_state.get("train_job")
         if previous is not None:
@@ -145,3 +172,7 @@ def render() -> None:
         return
     epochs = st.session_state["train_epochs"]
     live(job, lambda snapshot: draw(snapshot, job.trainer, epochs))
+
+
+if __name__ == "__main__":  # streamlit runs this file as one page of project/app.py
+    render()

@@ -1,4 +1,4 @@
-"""Choosing backends and devices (task 2.3), and the error for mixing devices."""
+"""Choosing backends and devices, and the error for mixing devices (given code)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import minifw as mf
 from minifw.backends import cuda_available, get_backend, set_default_backend
 from minifw.tensor_ops import SimpleOps, TensorBackend
 
-pytestmark = pytest.mark.task2_3
+# the backend registry, devices and the launcher's checks are given code: no task teaches them
+pytestmark = pytest.mark.extra
 
 
 def test_backends_are_built_once_and_named() -> None:
@@ -26,9 +27,7 @@ def test_backends_are_built_once_and_named() -> None:
     )
     assert get_backend("fast").ops is mf.FastOps and get_backend("fast").device == "cpu"
     assert mf.SimpleOps is SimpleOps and mf.TensorBackend is TensorBackend
-    with pytest.raises(
-        ValueError, match="unknown backend 'gpu': expected one of simple, fast, cuda"
-    ):
+    with pytest.raises(ValueError, match="unknown backend 'gpu': expected one of simple, fast, "):
         get_backend("gpu")
 
 

@@ -1,13 +1,15 @@
-"""FastOps kernels (tasks 3.1 and 3.2) against SimpleOps and numpy.
+"""The readable FastOps kernels (tasks 3.1 and 3.2) against SimpleOps and numpy.
 
-The shared backend suite (tests/backends/test_tensor_ops.py) already runs every backend
-on float64 layouts. Here the compiled kernels are compared with the reference kernels
-and numpy for float64, float32 and int64, on permuted, sliced and broadcast inputs,
-on shapes big enough to cross task and tile boundaries, and on strided outputs;
-matmul runs on odd sizes, batched and transposed operands. Each test runs three
-ways: FastOps' serial kernels, its parallel kernels (the fast paths of
-minifw/fast_paths/ where present) and the readable kernels of fast_ops.py on their
-own (`ReadableFastOps`). Timing is never asserted.
+These are the kernels students write in minifw/fast_ops.py, run through their entry
+points `ReadableFastOps.map`, `zip`, `reduce` and `matmul` (the "readable" backend; in a
+student repository, without minifw/fast_paths/, the "fast" backend runs them too), made
+to run the parallel kernels at every size (not their serial twins for small inputs). The
+shared backend suite (tests/backends/test_tensor_ops.py) already runs every backend on
+float64 layouts. Here the kernels are compared with the reference kernels and numpy for
+float64, float32 and int64, on permuted, sliced and broadcast inputs, on shapes big
+enough to split the work across threads, and on strided outputs; matmul runs on odd
+sizes, batched and transposed operands. The expert fast paths are checked against these
+kernels in tests/backends/test_fast_paths_backend.py. Timing is never asserted.
 """
 
 from __future__ import annotations
@@ -33,29 +35,22 @@ from tests import strategies as mt
 SIMPLE = get_backend("simple")
 
 
-class AlwaysSerial(fast_ops.FastOps):
-    """FastOps running the serial twins of its kernels at any size."""
-
-    parallel_from = 2**62
-
-
-class AlwaysParallel(fast_ops.FastOps):
-    """FastOps running its parallel kernels at any size (FastOps runs small inputs serially)."""
+class AlwaysParallel(fast_ops.ReadableFastOps):
+    """The readable kernels, parallel at any size (not their serial twins, for small inputs)."""
 
     parallel_from = 0
 
 
-# Each fast-path kernel comes twice, parallel and as a serial twin, and the readable
-# kernels (the ones students write) run on their own: every test runs all three.
-FASTS = [
-    TensorBackend(AlwaysSerial, "fast-serial"),
-    TensorBackend(AlwaysParallel, "fast-par"),
-    TensorBackend(fast_ops.ReadableFastOps, "fast-readable"),
-]
-each_kernel = pytest.mark.parametrize("fast", FASTS, ids=["serial", "parallel", "readable"])
-# The fast paths' work split (in a repository without them, sizes of the same order).
-CHUNK = fast_ops.fast_paths.line_loops.CHUNK if fast_ops.fast_paths else 16384
-REDUCE_BLOCK = fast_ops.fast_paths.line_loops.REDUCE_BLOCK if fast_ops.fast_paths else 128
+@pytest.fixture
+def fast() -> TensorBackend:
+    """The parallel kernels students write in minifw/fast_ops.py, behind the launcher."""
+    return PARALLEL
+
+
+PARALLEL = TensorBackend(AlwaysParallel, "readable-parallel")
+# Sizes past which a parallel loop surely splits its work over several threads.
+CHUNK = 16384
+REDUCE_BLOCK = 128
 FLOATS = (np.float64, np.float32)
 TOL = {np.float64: 1e-12, np.float32: 1e-5}
 
@@ -138,7 +133,6 @@ FLOAT_IDS = {"ids": lambda d: np.dtype(d).name}
 
 
 @pytest.mark.task3_1
-@each_kernel
 @pytest.mark.parametrize("dtype", FLOATS, **FLOAT_IDS)
 @pytest.mark.parametrize("spec", UNARY, ids=lambda s: s.name)
 @given(data=st.data())
@@ -151,7 +145,6 @@ def test_map_float_ops(
 
 
 @pytest.mark.task3_1
-@each_kernel
 @pytest.mark.parametrize("code", INT_UNARY, ids=lambda c: ops.UNARY_NAMES[c])
 @given(data=st.data())
 def test_map_int64_ops(fast: TensorBackend, code: int, data: st.DataObject) -> None:
@@ -161,7 +154,6 @@ def test_map_int64_ops(fast: TensorBackend, code: int, data: st.DataObject) -> N
 
 
 @pytest.mark.task3_1
-@each_kernel
 @pytest.mark.parametrize("dtype", (*FLOATS, np.int64), **FLOAT_IDS)
 @given(data=st.data())
 def test_map_writes_into_a_strided_out_view_with_broadcasting(
@@ -180,7 +172,6 @@ def test_map_writes_into_a_strided_out_view_with_broadcasting(
 
 
 @pytest.mark.task3_1
-@each_kernel
 @pytest.mark.parametrize("dtype", FLOATS, **FLOAT_IDS)
 @pytest.mark.parametrize("spec", BINARY, ids=lambda s: s.name)
 @given(data=st.data())
@@ -196,7 +187,6 @@ def test_zip_float_ops_with_broadcasting(
 
 
 @pytest.mark.task3_1
-@each_kernel
 @pytest.mark.parametrize("code", INT_BINARY, ids=lambda c: ops.BINARY_NAMES[c])
 @given(data=st.data())
 def test_zip_int64_ops_with_broadcasting(
@@ -216,7 +206,6 @@ def test_zip_int64_ops_with_broadcasting(
 
 
 @pytest.mark.task3_1
-@each_kernel
 @pytest.mark.parametrize("dtype", FLOATS, **FLOAT_IDS)
 @pytest.mark.parametrize("code", [ops.MAX, ops.MIN, ops.POW, *BACKWARD],
                          ids=lambda c: ops.BINARY_NAMES[c])  # fmt: skip
@@ -233,7 +222,6 @@ def test_zip_other_binary_codes_match_simple(
 
 
 @pytest.mark.task3_1
-@each_kernel
 @pytest.mark.parametrize("dtype", (*FLOATS, np.int64), **FLOAT_IDS)
 @pytest.mark.parametrize("code", list(REDUCE), ids=lambda c: ops.BINARY_NAMES[c])
 @given(data=st.data())
@@ -246,7 +234,6 @@ def test_reduce_every_dim(fast: TensorBackend, code: int, dtype: Any, data: st.D
 
 
 @pytest.mark.task3_1
-@each_kernel
 @pytest.mark.parametrize("kind", ["contiguous", "permuted", "sliced"])
 @pytest.mark.parametrize("dtype", (*FLOATS, np.int64), **FLOAT_IDS)
 def test_big_inputs_cross_task_and_block_boundaries(
@@ -270,7 +257,6 @@ def test_big_inputs_cross_task_and_block_boundaries(
 
 
 @pytest.mark.task3_1
-@each_kernel
 @pytest.mark.parametrize("kind", ["contiguous", "permuted", "sliced"])
 def test_rows_longer_than_a_chunk_are_cut_into_pieces(fast: TensorBackend, kind: str) -> None:
     # 1-D and few-row outputs with a broadcast operand: each row spans several tasks.
@@ -285,7 +271,6 @@ def test_rows_longer_than_a_chunk_are_cut_into_pieces(fast: TensorBackend, kind:
 
 
 @pytest.mark.task3_1
-@each_kernel
 @pytest.mark.parametrize(
     ("dtype", "code"),
     [(d, c) for d in (*FLOATS, np.int64) for c in (ops.ADD, ops.SUB, ops.MUL, ops.DIV)
@@ -304,7 +289,6 @@ def test_zip_into_its_own_first_operand(fast: TensorBackend, dtype: Any, code: i
 
 
 @pytest.mark.task3_1
-@each_kernel
 def test_reduce_of_a_long_vector_and_of_an_expanded_input(fast: TensorBackend) -> None:
     values = np.arange(40_000, dtype=np.float64) % 7 - 3
     out = fast.reduce(ops.ADD, fast.from_numpy(values), 0)
@@ -344,7 +328,6 @@ def check_matmul(
 
 
 @pytest.mark.task3_2
-@each_kernel
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 @pytest.mark.parametrize(("n", "k", "m"), ODD, ids=str)
 def test_matmul_odd_sizes(fast: TensorBackend, n: int, k: int, m: int, dtype: Any) -> None:
@@ -353,7 +336,6 @@ def test_matmul_odd_sizes(fast: TensorBackend, n: int, k: int, m: int, dtype: An
 
 
 @pytest.mark.task3_2
-@each_kernel
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 @pytest.mark.parametrize(
     ("shape_a", "shape_b"),
@@ -368,7 +350,6 @@ def test_matmul_batched_and_broadcast_batch(
 
 
 @pytest.mark.task3_2
-@each_kernel
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 @pytest.mark.parametrize("kind_a", ["contiguous", "permuted", "sliced"])
 @pytest.mark.parametrize("kind_b", ["contiguous", "permuted", "sliced"])
@@ -381,7 +362,6 @@ def test_matmul_transposed_and_sliced_operands(
 
 
 @pytest.mark.task3_2
-@each_kernel
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 def test_matmul_expanded_operands(fast: TensorBackend, dtype: Any) -> None:
     """Stride-0 operands: a row repeated down a (k stride 1) and b repeated along k."""
@@ -393,7 +373,6 @@ def test_matmul_expanded_operands(fast: TensorBackend, dtype: Any) -> None:
 
 
 @pytest.mark.task3_2
-@each_kernel
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 @given(data=st.data())
 def test_matmul_drawn_layouts_match_simple(
@@ -405,7 +384,6 @@ def test_matmul_drawn_layouts_match_simple(
 
 
 @pytest.mark.task3_2
-@each_kernel
 def test_matmul_kernel_writes_a_strided_out(fast: TensorBackend) -> None:
     """The kernel honours out's strides: here a transposed view inside a NaN buffer."""
     a, b = _operands((1, 9, 70), (1, 70, 11), np.float64)
@@ -437,7 +415,7 @@ print(len(ran), sum(sum(k.stats.cache_hits.values()) for k in ran),
 """
 
 
-@pytest.mark.task3_1
+@pytest.mark.extra  # the disk cache is given code, no course task
 def test_a_second_process_loads_the_kernels_from_the_disk_cache() -> None:
     from numba import config
 
@@ -451,6 +429,6 @@ def test_a_second_process_loads_the_kernels_from_the_disk_cache() -> None:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr
     ran, hits, misses = map(int, done.stdout.split())
-    # The fast paths run a serial twin, then the parallel kernel; the readable kernel is one.
-    assert ran == (2 if fast_ops.fast_paths else 1), f"kernels that ran: {done.stdout}"
+    # A serial twin, then the parallel kernel (the fast paths' or the readable ones).
+    assert ran == 2, f"kernels that ran: {done.stdout}"
     assert (hits, misses) == (ran, 0), f"second process: (kernels, hits, misses) {done.stdout}"

@@ -45,10 +45,10 @@ def _name(row: ops.OpRow) -> str:
     return row.name
 
 
-# ---- Task 0.1: everything derived from the table agrees with it ----
+# ---- Given code: everything derived from the table agrees with it ----
 
 
-@pytest.mark.task0_1
+@pytest.mark.extra  # the op table's machinery is given code
 def test_names_codes_and_constants_are_derived_from_the_rows() -> None:
     assert {row.code: row.name for row in UNARY_ROWS} == ops.UNARY_NAMES
     assert {row.code: row.name for row in BINARY_ROWS} == ops.BINARY_NAMES
@@ -63,7 +63,7 @@ def test_names_codes_and_constants_are_derived_from_the_rows() -> None:
         assert callable(getattr(ops, name)), name
 
 
-@pytest.mark.task0_1
+@pytest.mark.extra  # the op table's machinery is given code
 def test_each_derivative_names_a_binary_op_and_only_unary_ops_have_one() -> None:
     assert set(ops.DERIVATIVES) == {row.code for row in ROWS if row.back is not None}
     assert {ops.EXP, ops.LOG, ops.TANH, ops.INV} <= set(ops.DERIVATIVES)
@@ -73,7 +73,7 @@ def test_each_derivative_names_a_binary_op_and_only_unary_ops_have_one() -> None
     assert ops.DERIVATIVES[ops.EXP] == ops.EXP_BACK
 
 
-@pytest.mark.task0_1
+@pytest.mark.extra  # the op table's machinery is given code
 def test_generated_dispatch_has_one_branch_per_row_and_matches_each_function() -> None:
     source = ops.dispatch_source()
     for row in ROWS:
@@ -89,7 +89,7 @@ def test_generated_dispatch_has_one_branch_per_row_and_matches_each_function() -
         mt.assert_close(got, expected(ops.BINARY_FUNCTIONS[row.code], XS, YS), rtol=0, atol=0)
 
 
-@pytest.mark.task0_1
+@pytest.mark.extra  # the op table's machinery is given code
 def test_rows_refuse_a_taken_code_or_one_outside_their_range() -> None:
     size = len(ops.OP_TABLE)
     with pytest.raises(ValueError, match="code 2 of 'exp2' is taken by 'exp'"):
@@ -101,7 +101,7 @@ def test_rows_refuse_a_taken_code_or_one_outside_their_range() -> None:
     assert len(ops.OP_TABLE) == size
 
 
-@pytest.mark.task0_1
+@pytest.mark.extra  # the op table's machinery is given code
 def test_python_dispatch_names_the_code_it_does_not_know() -> None:
     assert ops.unary_function(ops.TANH) is ops.tanh
     assert ops.binary_function(ops.POW) is ops.pow
@@ -136,7 +136,7 @@ def test_every_binary_row_runs_through_zip(backend: TensorBackend, row: ops.OpRo
         mt.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.task2_3
+@pytest.mark.extra  # the launcher's checks are given code
 def test_launcher_refuses_a_code_that_is_not_of_its_kind(backend: TensorBackend) -> None:
     a = backend.from_numpy(XS.copy())
     with pytest.raises(ValueError, match=f"map: op code {UNKNOWN} is not a unary op"):

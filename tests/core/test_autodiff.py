@@ -221,7 +221,7 @@ def test_backpropagate_sums_weights_over_all_paths(graph: tuple[list[Node], list
 # ---- 1.4 saved values and grad mode ----
 
 
-@pytest.mark.task1_4
+@pytest.mark.extra
 def test_context_keeps_values_until_released() -> None:
     ctx = Context()
     ctx.save_for_backward(1.0, 2.0)
@@ -231,7 +231,7 @@ def test_context_keeps_values_until_released() -> None:
         _ = ctx.saved_tensors
 
 
-@pytest.mark.task1_4
+@pytest.mark.extra
 def test_grad_mode_switches_and_restores() -> None:
     assert is_grad_enabled()
     with no_grad():

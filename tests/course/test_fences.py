@@ -102,7 +102,7 @@ def test_stub_keeps_signatures_decorators_and_docstrings() -> None:
     assert "@decorator(x=1)\ndef mul(x: float, y: float) -> float:" in text
     assert '"""Return x * y.\n\n    More text.\n    """' in text
     assert "op: int, out,\n    ) -> None:  # fmt: skip" in text
-    assert 'raise NotImplementedError("Task 0.1: implement mul: Return x * y.")' in text
+    assert "Task 0.1: implement mul: Return x * y. (see docs/module0.md)" in text
     assert "Task 0.1: implement Kernels.map: Map café over out." in text
     assert "Task 0.1: implement nodoc: part of operators" in text
     assert "def oneline(x): raise NotImplementedError(" in text
@@ -139,7 +139,7 @@ def test_long_messages_wrap_over_lines_without_losing_words() -> None:
         data.permute(1, 0)
     assert str(info.value) == (
         "Task 1.1: implement Data.permute: A view with dims reordered: new dim i is old dim "
-        "order[i], said at length here."
+        "order[i], said at length here. (see docs/module1.md)"
     )
     assert data.keep() == 1
 
@@ -148,7 +148,8 @@ def test_stubbed_functions_raise_and_others_run() -> None:
     text, _ = stubbed({"0.1"})
     namespace: dict[str, object] = {}
     exec(compile(text, "mod.py", "exec"), {"decorator": lambda **_: lambda f: f}, namespace)
-    with pytest.raises(NotImplementedError, match=r"^Task 0\.1: implement mul: Return x \* y\.$"):
+    exact = r"^Task 0\.1: implement mul: Return x \* y\. \(see docs/module0\.md\)$"
+    with pytest.raises(NotImplementedError, match=exact):
         namespace["mul"](2, 3)  # type: ignore[operator]
     with pytest.raises(NotImplementedError, match="Task 0.1: implement Kernels.only_doc"):
         namespace["Kernels"]().only_doc()  # type: ignore[operator]
@@ -161,11 +162,13 @@ def test_source_without_fences_is_unchanged() -> None:
 
 
 def test_stub_message_falls_back_to_the_task_title() -> None:
-    assert stub_message("2.2", "f", None) == "Task 2.2: implement f: part of broadcasting"
-    assert (
-        stub_message("2.2", "f", "Map an index.\n\nMore.")
-        == "Task 2.2: implement f: Map an index."
+    assert stub_message("2.2", "f", None) == (
+        "Task 2.2: implement f: part of broadcasting (see docs/module2.md)"
     )
+    assert stub_message("2.2", "f", "Map an index.\n\nMore.") == (
+        "Task 2.2: implement f: Map an index. (see docs/module2.md)"
+    )
+    assert stub_message("4.1", "conv1d", "").endswith("part of conv1d (see docs/module4.md)")
 
 
 @pytest.mark.parametrize(

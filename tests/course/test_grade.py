@@ -187,9 +187,14 @@ def test_command_line_prints_a_table_and_writes_results(
         cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert re.search(r"^0\.1\s+operators\s+4/4\s+10\.00/10\.00$", done.stdout, re.M), done.stdout
-    assert re.search(r"^1\.1\s+central difference\s+0/2\s+0\.00/10\.00$", done.stdout, re.M)
-    assert re.search(r"^total\s+10\.00/20\.00$", done.stdout, re.M)
+    seconds = r"\s+(\d+\.\d) s"  # the wall time of each task, then of all of them
+    row = re.search(r"^0\.1\s+operators\s+4/4\s+10\.00/10\.00" + seconds + "$", done.stdout, re.M)
+    assert row, done.stdout
+    assert re.search(r"^1\.1\s+central difference\s+0/2\s+0\.00/10\.00" + seconds + "$",
+                     done.stdout, re.M)  # fmt: skip
+    total = re.search(r"^total\s+10\.00/20\.00" + seconds + "$", done.stdout, re.M)
+    assert total and float(total.group(1)) >= float(row.group(1)) > 0
+    assert re.search(r"^  task 0\.1: 10\.00/10\.00 in \d+\.\d s$", done.stdout, re.M)
     data = json.loads(out.read_text())
     check_gradescope_schema(data, 2)
     assert {entry["visibility"] for entry in data["tests"]} == {"after_published"}
@@ -295,3 +300,24 @@ def test_parse_tasks():
         parse_tasks("7.7")
     with pytest.raises(ValueError, match="no tasks"):
         parse_tasks(" , ")
+
+
+PROFILE_TEST = """
+    import os
+
+    import pytest
+
+
+    @pytest.mark.task0_1
+    def test_runs_with_the_grade_profile():
+        assert os.environ.get("HYPOTHESIS_PROFILE") == "grade"
+"""
+
+
+def test_tests_run_with_the_grade_hypothesis_profile(make_mini_repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "dev")
+    files = {"tests/test_profile.py": PROFILE_TEST}
+    results = grade(make_mini_repo(files), parse_tasks("0.1"), 60, log=lambda _: None,
+                    staff=make_mini_repo(files), user="same")  # fmt: skip
+    assert results[0].counted == 5 and results[0].score == results[0].max_score, results[0].output
+    assert results[0].seconds > 0

@@ -17,6 +17,7 @@ from minifw_course.assignment import (
     assignment_module,
     make_assignment,
 )
+from minifw_course.docs import BLOCK_BEGIN, BLOCK_END
 from minifw_course.fences import FenceError, scan_fences
 
 pytestmark = pytest.mark.staff
@@ -34,7 +35,8 @@ def test_module_1_stubs_module_1_and_later_and_keeps_module_0(make_mini_repo, tm
     assert "return x * y" in ops and "@functools.lru_cache(maxsize=None)" in ops
     assert "return 2.0 * x * d" not in ops and "the hint below" not in ops
     assert "raise NotImplementedError(" in ops
-    assert '"Task 1.1: implement square_back: Return d times the derivative of x * x."' in ops
+    assert "Task 1.1: implement square_back: Return d times the derivative of x * x." in ops
+    assert "docs/module1.md)" in ops  # the guide to read, maybe on the next line
     assert "# BEGIN TASK 1.1" in ops and "# END TASK 1.1" in ops
     assert "return x + 1.0" in ops  # unfenced code stays
     strided = (out / "minifw/strided.py").read_text()
@@ -56,7 +58,8 @@ def test_module_1_removes_later_tests_and_writes_readme_docs_and_record(make_min
     for task in ("1.1", "1.2", "1.3", "1.4", "1.5"):
         assert f"Task {task}:" in readme and f"pytest -m task{task.replace('.', '_')}" in readme
     assert "`square_back`" in readme and "`minifw/ops.py`" in readme
-    assert (out / "docs/module1.md").read_text().startswith("# Module 1: Autodiff")
+    guide = (out / "docs/module1.md").read_text()
+    assert guide.startswith("# Module 1: Autodiff") and BLOCK_BEGIN in guide
     assert not (out / "docs/module2.md").exists()
     assert json.loads((out / "minifw_course/assignment.json").read_text())["module"] == 1
     assert assignment_module(out) == 1
@@ -225,3 +228,117 @@ def test_both_module_commands_run_the_tooling(command: str, tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert "--module MODULE" in done.stdout and "python -m minifw.course" in done.stdout
+
+
+EXTRA_AND_STAFF = {
+    "tests/test_given.py": """
+        import pytest
+
+        from minifw import ops
+
+
+        @pytest.mark.task0_1
+        def test_graded():
+            assert ops.mul(1.0, 2.0) == 2.0
+
+
+        @pytest.mark.extra
+        def test_given_code():
+            assert ops.untouched(1.0) == 2.0
+
+
+        @pytest.mark.extra
+        class TestGivenClass:
+            def test_a(self):
+                assert True
+    """,
+    "tests/test_all_extra.py": """
+        import pytest
+
+        pytestmark = pytest.mark.extra
+
+
+        def test_x():
+            assert True
+    """,
+    "tests/test_markers.py": """
+        import pytest
+
+        pytestmark = pytest.mark.staff
+
+
+        def test_tooling():
+            assert True
+    """,
+}
+
+
+@pytest.mark.parametrize("module", [0, 2])
+def test_extra_and_staff_tests_never_reach_students(make_mini_repo, tmp_path, module):
+    out = tmp_path / "student"
+    report = make_assignment(make_mini_repo(EXTRA_AND_STAFF), out, module)
+    assert not (out / "tests/test_all_extra.py").exists()
+    assert not (out / "tests/test_markers.py").exists()
+    assert {"tests/test_all_extra.py", "tests/test_markers.py"} <= set(report.removed_files)
+    given = (out / "tests/test_given.py").read_text()
+    assert "def test_graded" in given
+    assert "test_given_code" not in given and "TestGivenClass" not in given
+    assert report.removed_tests["tests/test_given.py"] == ["test_given_code", "TestGivenClass"]
+    for path in (out / "tests").rglob("*.py"):
+        text = path.read_text()
+        assert "mark.extra" not in text and "mark.staff" not in text, path
+
+
+BACKENDS = '''
+    """Backends."""
+
+    _defaults: dict[str, str] = {"cpu": "fast", "cuda": "cuda"}
+'''
+
+
+@pytest.mark.parametrize(("module", "default"), [(0, "simple"), (3, "simple"), (4, "fast")])
+def test_simple_ops_is_the_cpu_default_up_to_module_3(make_mini_repo, tmp_path, module, default):
+    out = tmp_path / "student"
+    make_assignment(make_mini_repo({"minifw/backends.py": BACKENDS}), out, module)
+    assert f'"cpu": "{default}"' in (out / "minifw/backends.py").read_text()
+
+
+def test_the_app_config_is_copied(make_mini_repo, tmp_path):
+    config = '[server]\naddress = "localhost"\n'
+    out = tmp_path / "student"
+    make_assignment(make_mini_repo({".streamlit/config.toml": config}), out, 0)
+    assert (out / ".streamlit/config.toml").read_text() == config
+    assert ".streamlit/config.toml" in (out / "README.md").read_text()
+
+
+def test_readme_says_what_to_do_first(make_mini_repo, tmp_path):
+    out = tmp_path / "student"
+    make_assignment(make_mini_repo(), out, 2)
+    readme = (out / "README.md").read_text()
+    start = readme.index("## Start here")
+    steps = [readme.index(text, start) for text in (
+        'pip install -e ".[test]"', "`pytest -m task2_1`", "docs/module2.md", "# BEGIN TASK x.y"
+    )]  # fmt: skip
+    assert steps == sorted(steps), "the first steps are out of order"
+    assert start < readme.index("## Your tasks")
+    assert '`NotImplementedError("Task 2.1: ...")`' in readme
+
+
+def test_the_guide_keeps_its_prose_and_gets_a_fresh_task_table(make_mini_repo, tmp_path):
+    stale = f"{BLOCK_BEGIN}\nan old table\n{BLOCK_END}"
+    guide = f"# Module 1: Autodiff\n\nHand-written prose.\n\n{stale}\n\n## Task 1.1\n\nMore.\n"
+    out = tmp_path / "student"
+    make_assignment(make_mini_repo({"docs/module1.md": guide}), out, 1)
+    page = (out / "docs/module1.md").read_text()
+    assert "an old table" not in page and "`square_back`" in page and "`minifw/ops.py`" in page
+    before, after = page.split(BLOCK_BEGIN)
+    assert before == "# Module 1: Autodiff\n\nHand-written prose.\n\n"
+    assert after.split(BLOCK_END)[1] == "\n\n## Task 1.1\n\nMore.\n"
+
+
+def test_a_malformed_guide_block_stops_before_anything_is_written(make_mini_repo, tmp_path):
+    repo = make_mini_repo({"docs/module1.md": f"# Module 1\n\n{BLOCK_BEGIN}\nno end\n"})
+    out = tmp_path / "student"
+    with pytest.raises(AssignmentError, match="docs/module1.md: expected one"):
+        make_assignment(repo, out, 1)
+    assert not out.exists()

@@ -1,4 +1,4 @@
-"""Removing the tests of later modules from test files, reading markers statically."""
+"""Removing later modules' tests and `extra`/`staff` tests from test files, statically."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from minifw_course.prune import file_tasks, marked_tasks, prune_tests
+from minifw_course.prune import file_labels, file_tasks, marked_tasks, prune_tests
 
 pytestmark = pytest.mark.staff
 
@@ -66,7 +66,7 @@ def test_later_tests_are_removed_and_the_rest_kept() -> None:
     assert result.removed == ["test_late", "TestLateClass"]
     assert result.kept == [
         "test_early",
-        "TestEarlyMethods",
+        "TestEarlyMethods.test_b",
         "test_params_of_two_modules",
         "test_without_marker",
     ]
@@ -135,3 +135,104 @@ def test_marker_aliases_are_followed() -> None:
     result = prune_tests(text, later_than_1)
     assert result.removed == ["test_late"] and result.kept == ["test_early"]
     assert file_tasks(text) == {"0.1", "2.2"}
+
+
+def keep_every_task(task: str) -> bool:
+    return False
+
+
+EXTRAS = src("""
+    import pytest
+
+    extra = pytest.mark.extra
+
+
+    @pytest.mark.task0_1
+    def test_graded():
+        assert True
+
+
+    @pytest.mark.extra
+    def test_given_code():
+        assert True
+
+
+    @extra
+    def test_given_code_by_alias():
+        assert True
+
+
+    @pytest.mark.extra
+    class TestGivenClass:
+        def test_a(self):
+            assert True
+
+
+    class TestMarkedInside:
+        pytestmark = pytest.mark.extra
+
+        def test_b(self):
+            assert True
+
+
+    class TestMixedMethods:
+        @pytest.mark.task0_1
+        def test_kept(self):
+            assert True
+
+        @pytest.mark.extra
+        def test_dropped(self):
+            assert True
+
+
+    @pytest.mark.task0_1
+    @pytest.mark.parametrize("x", [1, pytest.param(2, marks=pytest.mark.extra)])
+    def test_one_extra_case(x):
+        assert x
+""")
+
+
+def test_extra_tests_classes_and_methods_are_removed() -> None:
+    result = prune_tests(EXTRAS, keep_every_task, "test_extras.py")
+    assert result.removed == [
+        "test_given_code",
+        "test_given_code_by_alias",
+        "TestGivenClass",
+        "TestMarkedInside",
+        "TestMixedMethods.test_dropped",
+    ]
+    assert result.kept == ["test_graded", "TestMixedMethods.test_kept", "test_one_extra_case"]
+    assert result.source is not None
+    for gone in ("test_given_code", "TestGivenClass", "TestMarkedInside", "test_dropped"):
+        assert gone not in result.source
+    assert "class TestMixedMethods:" in result.source and "def test_kept" in result.source
+    compile(result.source, "test_extras.py", "exec")
+
+
+@pytest.mark.parametrize("marker", ["extra", "staff"])
+def test_a_module_marked_extra_or_staff_goes_whole(marker: str) -> None:
+    text = src(f"""
+        import pytest
+
+        pytestmark = [pytest.mark.{marker}, pytest.mark.slow]
+
+        TestMachine = object  # e.g. a hypothesis state machine's TestCase: still goes
+
+
+        @pytest.mark.task0_1
+        def test_one():
+            assert True
+    """)
+    result = prune_tests(text, keep_every_task)
+    assert result.source is None and result.removed == ["test_one"]
+    assert file_labels(text) == {marker, "0.1"} and file_tasks(text) == {"0.1"}
+
+
+def test_a_file_of_only_extra_tests_goes_whole() -> None:
+    text = "import pytest\n\n\n@pytest.mark.extra\ndef test_x():\n    pass\n"
+    assert prune_tests(text, keep_every_task).source is None
+
+
+def test_extra_is_kept_when_not_dropped() -> None:
+    result = prune_tests(EXTRAS, keep_every_task, dropped=())
+    assert result.removed == [] and result.source == EXTRAS

@@ -14,7 +14,7 @@ from minifw.serialization import load, save
 from minifw.utils.data import DataLoader, TensorDataset
 
 pytest.importorskip("sklearn")
-pytestmark = [pytest.mark.task4_5, pytest.mark.slow]
+pytestmark = [pytest.mark.extra, pytest.mark.slow]  # given layers and loaders
 
 
 def lenet(width=8, dropout=0.0):

@@ -1,4 +1,9 @@
-"""Tests of the Module tree in minifw/nn/module.py (course task 0.4)."""
+"""Tests of the Module tree in minifw/nn/module.py.
+
+Task 0.4 writes the walks over the tree (named_children, named_modules, _named_members,
+train); registration by assignment, the errors of misuse, Parameter and repr are given
+code, tested under `extra`.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,6 @@ import pytest
 
 from minifw.nn import Module, Parameter
 from minifw.scalar.scalar import Scalar
-
-pytestmark = pytest.mark.task0_4
 
 
 class Leaf(Module):
@@ -37,6 +40,7 @@ class Net(Module):
         self.b = Inner()
 
 
+@pytest.mark.task0_4
 def test_named_parameters_are_dotted_and_in_assignment_order() -> None:
     net = Net()
     names = [name for name, _ in net.named_parameters()]
@@ -47,6 +51,7 @@ def test_named_parameters_are_dotted_and_in_assignment_order() -> None:
     assert [name for name, _ in net.b.named_parameters(prefix="b")] == ["b.q", "b.c.p"]
 
 
+@pytest.mark.task0_4
 def test_children_and_modules() -> None:
     net = Net()
     assert [name for name, _ in net.named_children()] == ["a", "b"]
@@ -56,6 +61,7 @@ def test_children_and_modules() -> None:
     assert list(Leaf().children()) == []
 
 
+@pytest.mark.task0_4
 def test_shared_parameters_and_modules_are_listed_once() -> None:
     net = Net()
     net.tied = net.w  # the same Parameter under a second name
@@ -65,6 +71,19 @@ def test_shared_parameters_and_modules_are_listed_once() -> None:
     assert len(list(net.parameters())) == 4
 
 
+@pytest.mark.task0_4
+def test_buffers_are_listed_like_parameters_with_dotted_names() -> None:
+    net = Net()
+    net.register_buffer("steps", Scalar(0.0, requires_grad=False))
+    net.b.c.register_buffer("mean", Scalar(1.0, requires_grad=False))
+    net.b.c.register_buffer("unset", None)
+    assert [name for name, _ in net.named_buffers()] == ["steps", "b.c.mean"]
+    assert [name for name, _ in net.named_buffers(recurse=False)] == ["steps"]
+    assert [b.data for b in net.buffers()] == [0.0, 1.0]
+    assert [name for name, _ in net.b.named_buffers(prefix="b")] == ["b.c.mean"]
+
+
+@pytest.mark.task0_4
 def test_train_and_eval_reach_every_submodule() -> None:
     net = Net()
     assert all(m.training for m in net.modules())
@@ -78,6 +97,7 @@ def test_train_and_eval_reach_every_submodule() -> None:
         net.train("yes")  # type: ignore[arg-type]
 
 
+@pytest.mark.extra
 def test_unknown_attributes_raise_naming_class_and_attribute() -> None:
     net = Net()
     with pytest.raises(AttributeError, match="'Net' object has no attribute 'wieght'"):
@@ -86,6 +106,7 @@ def test_unknown_attributes_raise_naming_class_and_attribute() -> None:
     assert net.a.factor == 2 and "factor" not in dict(net.a.named_parameters())
 
 
+@pytest.mark.extra
 def test_reassigning_and_deleting_registered_attributes() -> None:
     net = Net()
     net.w = Parameter(Scalar(9.0))
@@ -105,6 +126,7 @@ def test_reassigning_and_deleting_registered_attributes() -> None:
         _ = net.a
 
 
+@pytest.mark.extra
 def test_register_parameter_and_add_module() -> None:
     m = Module()
     m.register_parameter("weight_0_1", Parameter(Scalar(1.0)))
@@ -118,6 +140,7 @@ def test_register_parameter_and_add_module() -> None:
         m.register_parameter("x", 1.0)  # type: ignore[arg-type]
 
 
+@pytest.mark.extra
 def test_assigning_before_init_is_a_clear_error() -> None:
     class Forgetful(Module):
         def __init__(self) -> None:
@@ -127,6 +150,7 @@ def test_assigning_before_init_is_a_clear_error() -> None:
         Forgetful()
 
 
+@pytest.mark.extra
 def test_parameter_wraps_values_and_asks_tensors_for_grad() -> None:
     class FakeTensor:
         def __init__(self) -> None:
@@ -146,6 +170,7 @@ def test_parameter_wraps_values_and_asks_tensors_for_grad() -> None:
     assert s.value.data == 2.0 and repr(s) == "Parameter(Scalar(2.0))"
 
 
+@pytest.mark.extra
 def test_call_runs_forward() -> None:
     leaf = Leaf()
     assert leaf(3.0) == 6.0
@@ -164,6 +189,7 @@ EXPECTED_REPR = """Net(
 )"""
 
 
+@pytest.mark.extra
 def test_repr_follows_pytorch_layout() -> None:
     assert repr(Net()) == EXPECTED_REPR
     assert repr(Module()) == "Module()"
@@ -178,6 +204,7 @@ def test_repr_follows_pytorch_layout() -> None:
     assert repr(holder) == "Module(\n  (s): Sized(in=2, out=3)\n)"
 
 
+@pytest.mark.extra
 def test_repr_matches_pytorch() -> None:
     torch = pytest.importorskip("torch")
 

@@ -9,7 +9,7 @@ import minifw as mf
 from minifw import nn
 from tests.strategies import assert_close
 
-pytestmark = pytest.mark.task4_5
+pytestmark = pytest.mark.extra  # given code: no task teaches it
 
 
 def test_forward_pre_hook_and_forward_hook_can_replace_values():
@@ -39,7 +39,7 @@ def test_handle_works_as_context_manager():
 
 
 def test_full_backward_hook_matches_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="PyTorch, the oracle of these tests, is missing")
     x = np.random.default_rng(0).standard_normal((3, 4))
     w = np.random.default_rng(1).standard_normal((2, 4))
 

@@ -8,7 +8,7 @@ import pytest
 import minifw as mf
 from minifw import nn
 
-pytestmark = pytest.mark.task4_5
+pytestmark = pytest.mark.extra  # given code: no task teaches it
 
 
 class Net(nn.Module):
@@ -31,7 +31,7 @@ KEYS = [
 
 
 def test_state_dict_keys_follow_pytorch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="PyTorch, the oracle of these tests, is missing")
 
     class TorchNet(torch.nn.Module):
         def __init__(self):

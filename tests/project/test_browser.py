@@ -4,8 +4,9 @@ Starts `streamlit run project/app.py` on a free localhost port and Debian's
 `chromium` with its DevTools protocol (driven with the `websockets` package), opens
 each page as `/<page>?demo=1&epochs=N` (a demo page starts its default action by
 itself), waits for the page to finish, checks what a student would see, and saves
-`docs/screenshots/<n>-<page>.png` (shown in the README). Skipped where Chromium is
-not installed (`apt-get install chromium`).
+`docs/screenshots/<n>-<page>.png` (shown in the README; `MINIFW_SCREENSHOTS=DIR`
+saves them in DIR instead). Skipped where Chromium is not installed (`apt-get
+install chromium`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ import pytest
 from project.app_pages import PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "docs" / "screenshots"
+# MINIFW_SCREENSHOTS=DIR saves them elsewhere (to check the app without touching docs/).
+SHOTS = Path(os.environ.get("MINIFW_SCREENSHOTS") or ROOT / "docs" / "screenshots")
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
     pytest.mark.slow,
@@ -119,6 +121,7 @@ class Browser:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
+    pytest.importorskip("streamlit", reason="the app needs streamlit (pip install -e '.[app]')")
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "project/app.py",
@@ -137,6 +140,7 @@ def server() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     assert BROWSER is not None
+    pytest.importorskip("websockets", reason="drives Chromium (pip install websockets)")
     port = free_port()
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(

@@ -20,7 +20,7 @@ from project.expression import (
     variables,
 )
 
-pytestmark = pytest.mark.task1_3
+pytestmark = pytest.mark.extra
 
 SOURCE = Path(__file__).resolve().parents[2] / "project" / "expression.py"
 

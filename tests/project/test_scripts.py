@@ -14,7 +14,9 @@ from project import run_digits, run_fast_tensor, run_tensor
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n"
-pytestmark = pytest.mark.slow
+# The scripts' command lines are given code: no task teaches them (each task's training
+# tests live beside its training code).
+pytestmark = [pytest.mark.slow, pytest.mark.extra]
 
 
 def log_epochs(out: str) -> list[int]:
@@ -23,7 +25,6 @@ def log_epochs(out: str) -> list[int]:
     ]
 
 
-@pytest.mark.task2_5
 def test_run_tensor_trains_plots_and_checkpoints(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     plot, checkpoint = tmp_path / "xor.png", tmp_path / "xor.mf"
     argv = ["--dataset", "xor", "--points", "16", "--hidden", "4", "--batch", "8",
@@ -43,7 +44,6 @@ def test_run_tensor_trains_plots_and_checkpoints(tmp_path, capsys) -> None:  # t
     assert log_epochs(out) == [6] and "6 epochs in" in out
 
 
-@pytest.mark.task2_5
 def test_bad_flags_exit_with_a_usage_message(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     for argv, message in [
         (["--epochs", "-1"], "--epochs must be positive"),
@@ -59,7 +59,6 @@ def test_bad_flags_exit_with_a_usage_message(tmp_path, capsys) -> None:  # type:
         assert message in capsys.readouterr().err
 
 
-@pytest.mark.task2_5
 @pytest.mark.parametrize("form", ["file", "module"])
 def test_scripts_run_as_a_file_and_as_a_module(form: str) -> None:
     command = ["project/run_tensor.py"] if form == "file" else ["-m", "project.run_tensor"]
@@ -72,7 +71,6 @@ def test_scripts_run_as_a_file_and_as_a_module(form: str) -> None:
     assert "done: simple on simple, 2 epochs" in result.stdout
 
 
-@pytest.mark.task3_5
 def test_run_fast_tensor_uses_the_fast_backend(capsys) -> None:  # type: ignore[no-untyped-def]
     argv = ["--dataset", "split", "--points", "20", "--hidden", "8", "--batch", "10",
             "--epochs", "3", "--no-progress"]  # fmt: skip
@@ -82,7 +80,6 @@ def test_run_fast_tensor_uses_the_fast_backend(capsys) -> None:  # type: ignore[
     assert log_epochs(out) == [1, 2, 3]
 
 
-@pytest.mark.task4_5
 def test_run_digits_small_run_reports_test_accuracy(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     plot = tmp_path / "digits.png"
     argv = [
@@ -114,7 +111,6 @@ def write_idx(path: Path, magic: int, array: np.ndarray, gzipped: bool) -> None:
         path.write_bytes(raw)
 
 
-@pytest.mark.task4_5
 def test_run_digits_reads_mnist_idx_files(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(0)
     for kind, n, gzipped in (("train", 24, True), ("t10k", 8, False)):
@@ -133,7 +129,6 @@ def test_run_digits_reads_mnist_idx_files(tmp_path, capsys) -> None:  # type: ig
         run_digits.main(["--mnist", str(tmp_path / "missing")])
 
 
-@pytest.mark.task1_5
 def test_run_scalar_shares_the_cli_checkpoints_and_plot(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     from project import run_scalar
 

@@ -10,7 +10,7 @@ import pytest
 from project.jobs import TrainingJob
 from project.training import EpochRecord, StopTraining, Trainer, fit
 
-pytestmark = pytest.mark.task1_5
+pytestmark = pytest.mark.extra
 
 
 class Countdown(Trainer):

@@ -1,4 +1,9 @@
-"""Tests of minifw/scalar.py: Scalar arithmetic (1.2), derivatives (1.3), whole graphs (1.4)."""
+"""Tests of minifw/scalar/scalar.py: arithmetic (1.2), one op's derivatives (1.3), graphs (1.4).
+
+Task 1.3 tests stop at one op: `chain_rule` of the op's output, compared with central
+differences of its forward. Whole expressions need backpropagation (1.4): they are
+checked with `derivative_check` under task1_4.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minifw.core.autodiff import Context, no_grad
+from minifw.core.autodiff import Context, central_difference, no_grad
 from minifw.scalar import functions as sf
 from minifw.scalar.scalar import Scalar, derivative_check
 
@@ -100,7 +105,7 @@ def test_scalar_basics() -> None:
     assert x.detach().is_constant() and x.detach().data == 3.0
 
 
-@pytest.mark.task1_2
+@pytest.mark.extra
 def test_scalars_hash_by_identity_despite_eq_returning_scalars() -> None:
     a, b = Scalar(1.0), Scalar(1.0)
     table = {a: "a", b: "b"}
@@ -108,7 +113,7 @@ def test_scalars_hash_by_identity_despite_eq_returning_scalars() -> None:
     assert len({a, b, a}) == 2
 
 
-@pytest.mark.task1_2
+@pytest.mark.extra
 def test_bad_operands_raise_type_errors() -> None:
     with pytest.raises(TypeError, match="expected a real number, got str"):
         Scalar("3")  # type: ignore[arg-type]
@@ -145,7 +150,8 @@ def test_chain_rule_pairs_inputs_with_their_share() -> None:
     assert pair[0] is x and math.isclose(pair[1], math.exp(2.0))
 
 
-GRAD_CASES: list[tuple[str, Callable[..., Scalar], list[st.SearchStrategy[float]]]] = [
+# Expressions of one op on Scalars (numbers become constants): (name, fn, domains).
+ONE_OP_CASES: list[tuple[str, Callable[..., Scalar], list[st.SearchStrategy[float]]]] = [
     ("add", lambda x, y: x + y, [small, small]),
     ("sub", lambda x, y: x - y, [small, small]),
     ("mul", lambda x, y: x * y, [small, small]),
@@ -164,7 +170,39 @@ GRAD_CASES: list[tuple[str, Callable[..., Scalar], list[st.SearchStrategy[float]
     ("relu", lambda x: x.relu(), [small.filter(lambda v: abs(v) > 1e-3)]),
     ("tanh", lambda x: x.tanh(), [st.floats(-5.0, 5.0)]),
     ("lt", lambda x, y: x < y, [small, small]),
-    ("eq", lambda x, y: (x == y) + x, [small, small]),
+    ("eq", lambda x, y: x == y, [small, small]),
+]
+
+
+def value_of(fn: Callable[..., Scalar]) -> Callable[..., float]:
+    """fn on plain floats, through constant Scalars (no graph)."""
+    return lambda *xs: fn(*[Scalar(x, requires_grad=False) for x in xs]).data
+
+
+@pytest.mark.task1_3
+@pytest.mark.parametrize(("name", "fn", "domains"), ONE_OP_CASES, ids=[c[0] for c in ONE_OP_CASES])
+@given(data=st.data())
+def test_chain_rule_of_one_op_matches_central_difference(
+    name: str,
+    fn: Callable[..., Scalar],
+    domains: list[st.SearchStrategy[float]],
+    data: st.DataObject,
+) -> None:
+    xs = [data.draw(d) for d in domains]
+    if name in ("lt", "eq") and abs(xs[0] - xs[1]) < 1e-3:
+        xs[1] = xs[0] + 1.0  # away from the jump
+    leaves = [Scalar(x) for x in xs]
+    d = data.draw(st.floats(min_value=-3.0, max_value=3.0), label="d")
+    shares = {id(parent): share for parent, share in fn(*leaves).chain_rule(d)}
+    for i, leaf in enumerate(leaves):
+        numeric = d * central_difference(value_of(fn), *xs, arg=i)
+        assert id(leaf) in shares, f"chain_rule gave no share to input {i}"
+        assert math.isclose(shares[id(leaf)], numeric, rel_tol=1e-4, abs_tol=1e-6)
+
+
+GRAPH_CASES: list[tuple[str, Callable[..., Scalar], list[st.SearchStrategy[float]]]] = [
+    ("square_by_mul", lambda x: x * x, [small]),
+    ("eq_plus_x", lambda x, y: (x == y) + x, [small, small]),
     (
         "composite",
         lambda x, y: ((x * y).sigmoid() + (x - y).relu() * 0.5) / (1 + y**2),
@@ -174,17 +212,17 @@ GRAD_CASES: list[tuple[str, Callable[..., Scalar], list[st.SearchStrategy[float]
 ]
 
 
-@pytest.mark.task1_3
-@pytest.mark.parametrize(("name", "fn", "domains"), GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
+@pytest.mark.task1_4
+@pytest.mark.parametrize(("name", "fn", "domains"), GRAPH_CASES, ids=[c[0] for c in GRAPH_CASES])
 @given(data=st.data())
-def test_derivative_matches_central_difference(
+def test_backward_of_expressions_matches_central_difference(
     name: str,
     fn: Callable[..., Scalar],
     domains: list[st.SearchStrategy[float]],
     data: st.DataObject,
 ) -> None:
     xs = [data.draw(d) for d in domains]
-    if name in ("lt", "composite") and abs(xs[0] - xs[1]) < 1e-3:
+    if len(xs) == 2 and abs(xs[0] - xs[1]) < 1e-3:
         xs[1] = xs[0] + 1.0  # away from the kink / jump
     derivative_check(fn, *[Scalar(x) for x in xs])
 
@@ -203,7 +241,7 @@ class WrongMul(sf.ScalarFunction):
         return d * a, d * b  # swapped
 
 
-@pytest.mark.task1_3
+@pytest.mark.extra
 def test_derivative_check_reports_a_wrong_backward() -> None:
     with pytest.raises(AssertionError, match="argument 0"):
         derivative_check(lambda x, y: WrongMul.apply(x, y), Scalar(2.0), Scalar(5.0))

@@ -11,7 +11,7 @@ import minifw as mf
 from minifw.tensor_ops import TensorBackend
 from tests import strategies as mt
 
-pytestmark = pytest.mark.task2_3
+task2_3 = pytest.mark.task2_3
 # `backend` is function-scoped but returns the same built backend every time.
 fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 TOL = {"rtol": 1e-10, "atol": 1e-12}
@@ -26,6 +26,7 @@ def draw_args(data: st.DataObject, spec: mt.OpSpec, backend: TensorBackend) -> l
     ]
 
 
+@task2_3
 @pytest.mark.parametrize("spec", mt.OPS, ids=lambda s: s.name)
 @fixture_ok
 @given(data=st.data())
@@ -39,6 +40,7 @@ def test_op_table_forward_matches_numpy(
     mt.assert_close(out, spec.ref(*(a.numpy() for a in args)), **TOL)
 
 
+@task2_3
 @pytest.mark.parametrize("spec", [s for s in mt.OPS if s.arity == 2], ids=lambda s: s.name)
 def test_binary_ops_take_python_numbers_on_either_side(spec: mt.OpSpec) -> None:
     values = np.array([[0.5, 1.5], [2.0, 3.0]])
@@ -47,6 +49,7 @@ def test_binary_ops_take_python_numbers_on_either_side(spec: mt.OpSpec) -> None:
     mt.assert_close(spec.fn(2.0, t), spec.ref(np.full_like(values, 2.0), values))
 
 
+@task2_3
 def test_module_level_functions_match_methods() -> None:
     t = mf.tensor([[0.5, 2.0], [1.5, 3.0]])
     for name in ["exp", "log", "sigmoid", "relu", "tanh", "sqrt", "abs"]:
@@ -54,6 +57,7 @@ def test_module_level_functions_match_methods() -> None:
     mt.assert_close(mf.matmul(t, t), t @ t, rtol=0, atol=0)
 
 
+@task2_3
 def test_special_values_follow_numpy(backend: TensorBackend) -> None:
     """IEEE results as in numpy and PyTorch: no exception for x / 0 or log(0)."""
     t = mf.tensor([0.0, -1.0, 1000.0], backend=backend)
@@ -68,6 +72,7 @@ def test_special_values_follow_numpy(backend: TensorBackend) -> None:
 # ---- dtypes and promotion ------------------------------------------------------------------
 
 
+@pytest.mark.extra  # given code (dtypes, conversions, metadata, checks)
 def test_dtype_inference_and_promotion() -> None:
     ints, floats = mf.tensor([1, 2, 3]), mf.tensor([1.0, 2.0, 3.0])
     assert ints.dtype is mf.int64 and mf.long is mf.int64
@@ -84,6 +89,7 @@ def test_dtype_inference_and_promotion() -> None:
     assert ints.exp().dtype is mf.float64 and ints.abs().dtype is mf.int64
 
 
+@pytest.mark.extra  # given code (dtypes, conversions, metadata, checks)
 def test_conversions() -> None:
     t = mf.tensor([1.7, -1.7])
     assert t.long().tolist() == [1, -1]
@@ -97,6 +103,7 @@ def test_conversions() -> None:
         t.to("int8")
 
 
+@pytest.mark.extra  # given code (dtypes, conversions, metadata, checks)
 def test_set_default_dtype_changes_new_float_tensors() -> None:
     try:
         mf.set_default_dtype(mf.float32)
@@ -110,6 +117,7 @@ def test_set_default_dtype_changes_new_float_tensors() -> None:
         mf.set_default_dtype(mf.int64)
 
 
+@task2_3
 def test_comparisons_return_float_zero_one_without_grad() -> None:
     a = mf.tensor([1.0, 2.0, 3.0], requires_grad=True)
     result = a > 1.5
@@ -125,6 +133,7 @@ def test_comparisons_return_float_zero_one_without_grad() -> None:
 # ---- matmul --------------------------------------------------------------------------------
 
 
+@task2_3
 @fixture_ok
 @given(data=st.data())
 def test_matmul_forms_on_drawn_layouts(backend: TensorBackend, data: st.DataObject) -> None:
@@ -134,6 +143,7 @@ def test_matmul_forms_on_drawn_layouts(backend: TensorBackend, data: st.DataObje
     mt.assert_close(a @ b, np.matmul(a.numpy(), b.numpy()), **TOL)
 
 
+@pytest.mark.extra  # given code (dtypes, conversions, metadata, checks)
 def test_matmul_inner_dim_mismatch_names_shapes() -> None:
     with pytest.raises(RuntimeError, match=r"cannot be multiplied \(2x3 and 4x5\)"):
         mf.ones(2, 3) @ mf.ones(4, 5)
@@ -143,6 +153,7 @@ def test_matmul_inner_dim_mismatch_names_shapes() -> None:
         mf.tensor(2.0) @ mf.ones(2)
 
 
+@task2_3
 def test_matmul_of_ints_and_lists() -> None:
     a = mf.tensor([[1, 2], [3, 4]])
     assert (a @ a).tolist() == [[7, 10], [15, 22]] and (a @ a).dtype is mf.int64
@@ -152,6 +163,7 @@ def test_matmul_of_ints_and_lists() -> None:
 # ---- conversion to Python and numpy --------------------------------------------------------
 
 
+@pytest.mark.extra  # given code (dtypes, conversions, metadata, checks)
 def test_numpy_shares_memory_and_refuses_grad() -> None:
     t = mf.tensor([[1.0, 2.0], [3.0, 4.0]])
     array = t.numpy()
@@ -166,6 +178,7 @@ def test_numpy_shares_memory_and_refuses_grad() -> None:
     assert mf.ones(2, requires_grad=True).detach().numpy().tolist() == [1.0, 1.0]
 
 
+@pytest.mark.extra  # given code (dtypes, conversions, metadata, checks)
 def test_python_number_conversions() -> None:
     t = mf.tensor([[2.5]])
     assert t.item() == 2.5 and isinstance(t.item(), float)
@@ -183,6 +196,7 @@ def test_python_number_conversions() -> None:
     assert bool(mf.tensor([0.0])) is False
 
 
+@pytest.mark.extra  # given code (dtypes, conversions, metadata, checks)
 def test_metadata() -> None:
     t = mf.zeros(2, 3, 4)
     assert t.shape == (2, 3, 4) and t.size() == (2, 3, 4) and t.size(-1) == 4
@@ -198,6 +212,7 @@ def test_metadata() -> None:
         len(mf.tensor(1.0))
 
 
+@task2_3
 def test_pow_forms() -> None:
     t = mf.tensor([1.0, 2.0, 4.0])
     mt.assert_close(t**2, [1.0, 4.0, 16.0])
@@ -211,6 +226,7 @@ def test_pow_forms() -> None:
         t**t
 
 
+@pytest.mark.extra  # given code (dtypes, conversions, metadata, checks)
 def test_tensors_on_two_cpu_backends_mix() -> None:
     fast, simple = mf.tensor([1.0, 2.0], backend="fast"), mf.tensor([1.0, 1.0], backend="simple")
     assert (fast + simple).tolist() == [2.0, 3.0] and (fast + simple).backend.name == "fast"

@@ -19,7 +19,7 @@ from minifw.autograd import gradcheck
 from minifw.tensor_ops import TensorBackend
 from tests import strategies as mt
 
-pytestmark = pytest.mark.task2_4
+task2_4 = pytest.mark.task2_4
 fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 # Each gradcheck runs dozens of forwards and backwards; where only the values and the
 # layout vary (not the shapes), a few examples cover the op.
@@ -36,6 +36,7 @@ def leaf(data: st.DataObject, backend: TensorBackend, shape: Any = None, **kw: A
     return data.draw(mt.tensors(shape=shape, backend=backend, requires_grad=True, **kw))
 
 
+@task2_4
 @pytest.mark.parametrize("spec", DIFFERENTIABLE, ids=lambda s: s.name)
 @fixture_ok
 @given(data=st.data())
@@ -52,6 +53,7 @@ def test_gradcheck_op_table(backend: TensorBackend, spec: mt.OpSpec, data: st.Da
     assert gradcheck(spec.fn, args)
 
 
+@task2_4
 @fixture_ok
 @given(data=st.data())
 def test_gradcheck_matmul_forms(backend: TensorBackend, data: st.DataObject) -> None:
@@ -60,6 +62,7 @@ def test_gradcheck_matmul_forms(backend: TensorBackend, data: st.DataObject) -> 
     assert gradcheck(lambda x, y: x @ y, (a, b))
 
 
+@task2_4
 @some
 @given(data=st.data(), keepdim=st.booleans())
 def test_gradcheck_sum_mean_var(
@@ -75,6 +78,7 @@ def test_gradcheck_sum_mean_var(
         assert gradcheck(lambda t: t.var(), (x,))
 
 
+@task2_4
 @some
 @given(data=st.data(), keepdim=st.booleans())
 def test_gradcheck_max_and_min(backend: TensorBackend, data: st.DataObject, keepdim: bool) -> None:
@@ -90,6 +94,7 @@ def test_gradcheck_max_and_min(backend: TensorBackend, data: st.DataObject, keep
     assert gradcheck(lambda t: t.min(), (x,))
 
 
+@task2_4
 def test_max_of_ties_shares_the_gradient_evenly() -> None:
     x = mf.tensor([1.0, 3.0, 3.0, 2.0], requires_grad=True)
     x.max().backward()
@@ -121,16 +126,39 @@ LAYOUT_OPS: list[tuple[str, Callable[[Any], Any]]] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "fn"), LAYOUT_OPS, ids=[n for n, _ in LAYOUT_OPS])
+# Layout ops whose backward is given code (views, indexing, copies): checked, never graded.
+GIVEN_LAYOUT = {"reshape", "unsqueeze_squeeze", "flatten", "index", "index_ellipsis", "clone"}
+GIVEN_LAYOUT |= {"to_same"}
+TASK_LAYOUT_OPS = [op for op in LAYOUT_OPS if op[0] not in GIVEN_LAYOUT]
+GIVEN_LAYOUT_OPS = [op for op in LAYOUT_OPS if op[0] in GIVEN_LAYOUT]
+
+
+def check_layout_op(backend: TensorBackend, fn: Any, data: st.DataObject) -> None:
+    x = leaf(data, backend, (2, 3, 2), elements=mt.AWAY_FROM_KINK.elements())
+    assert gradcheck(fn, (x,))
+
+
+@task2_4
+@pytest.mark.parametrize(("name", "fn"), TASK_LAYOUT_OPS, ids=[n for n, _ in TASK_LAYOUT_OPS])
 @few
 @given(data=st.data())
 def test_gradcheck_layout_ops(
     backend: TensorBackend, name: str, fn: Any, data: st.DataObject
 ) -> None:
-    x = leaf(data, backend, (2, 3, 2), elements=mt.AWAY_FROM_KINK.elements())
-    assert gradcheck(fn, (x,))
+    check_layout_op(backend, fn, data)
 
 
+@pytest.mark.extra  # the backward of these layout ops is given code
+@pytest.mark.parametrize(("name", "fn"), GIVEN_LAYOUT_OPS, ids=[n for n, _ in GIVEN_LAYOUT_OPS])
+@few
+@given(data=st.data())
+def test_gradcheck_given_layout_ops(
+    backend: TensorBackend, name: str, fn: Any, data: st.DataObject
+) -> None:
+    check_layout_op(backend, fn, data)
+
+
+@task2_4
 def test_gradcheck_cat_and_where_with_several_inputs() -> None:
     a = mf.randn(2, 3, requires_grad=True)
     b = mf.randn(1, 3, requires_grad=True)
@@ -140,6 +168,7 @@ def test_gradcheck_cat_and_where_with_several_inputs() -> None:
     assert gradcheck(lambda x, y: mf.stack([x[0], y[0]]), (a, b))
 
 
+@pytest.mark.extra  # Cast is given code
 def test_cast_backward_returns_the_leaf_dtype() -> None:
     x = mf.tensor([1.0, 2.0], requires_grad=True)
     y = x.float()
@@ -149,6 +178,7 @@ def test_cast_backward_returns_the_leaf_dtype() -> None:
     assert not x.long().requires_grad
 
 
+@task2_4
 def test_gradients_of_broadcast_operands_are_summed_back() -> None:
     a = mf.ones(2, 3, requires_grad=True)
     b = mf.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -159,6 +189,7 @@ def test_gradients_of_broadcast_operands_are_summed_back() -> None:
     assert a.grad is not None and a.grad.tolist() == [[1.0, 2.0, 3.0]] * 2
 
 
+@task2_4
 def test_number_operands_get_no_gradient_and_constants_stay_constant() -> None:
     x = mf.tensor([2.0], requires_grad=True)
     k = mf.tensor([5.0])

@@ -17,7 +17,7 @@ import minifw as mf
 from minifw.tensor_ops import TensorBackend
 from tests import strategies as mt
 
-pytestmark = pytest.mark.task2_3
+task2_3 = pytest.mark.task2_3
 fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 WRITABLE = ("contiguous", "permuted", "sliced")
 
@@ -54,7 +54,10 @@ AUGMENTED = [
 ]
 
 
-@pytest.mark.parametrize(("name", "op", "ref"), CASES + AUGMENTED, ids=lambda c: str(c))
+@task2_3
+@pytest.mark.parametrize(
+    ("name", "op", "ref"), CASES + AUGMENTED, ids=[c[0] for c in CASES + AUGMENTED]
+)
 @fixture_ok
 @given(data=st.data())
 def test_inplace_ops_write_into_drawn_layouts(
@@ -73,6 +76,7 @@ def test_inplace_ops_write_into_drawn_layouts(
     mt.assert_close(op(t.detach(), 2.0), ref(ref(before, other.numpy()), 2.0), rtol=1e-12)
 
 
+@task2_3
 def test_writes_through_views_reach_the_base() -> None:
     base = mf.zeros(3, 4)
     base[1:, ::2].add_(1.0)
@@ -88,6 +92,7 @@ def test_writes_through_views_reach_the_base() -> None:
     assert base.sum().item() == 0.0
 
 
+@task2_3
 def test_setitem_forms() -> None:
     t = mf.zeros(2, 3)
     t[0] = 1.0
@@ -103,6 +108,7 @@ def test_setitem_forms() -> None:
     assert s.tolist() == [0.0, 0.0, 1.0, 2.0, 3.0]
 
 
+@pytest.mark.extra  # dtype rules of given in-place methods
 def test_inplace_dtype_rules() -> None:
     ints = mf.tensor([1, 2, 3])
     ints += 2
@@ -124,6 +130,7 @@ def test_inplace_dtype_rules() -> None:
     assert single.dtype is mf.float32 and single.tolist() == [2.0, 2.0]
 
 
+@pytest.mark.extra  # the launcher's checks are given code
 def test_inplace_shape_and_layout_errors() -> None:
     with pytest.raises(
         RuntimeError, match=r"output with shape \(3,\) doesn't match the broadcast"
@@ -135,6 +142,7 @@ def test_inplace_shape_and_layout_errors() -> None:
         mf.zeros(3).fill_(mf.zeros(3))
 
 
+@pytest.mark.extra  # profiler and in-place plumbing are given
 def test_an_inplace_op_autograd_does_not_record_is_one_launch_into_the_tensor() -> None:
     w = mf.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     storage, version = w._data.base, w._version
@@ -145,6 +153,7 @@ def test_an_inplace_op_autograd_does_not_record_is_one_launch_into_the_tensor() 
     assert w.tolist() == (np.arange(6.0).reshape(2, 3) - 0.5).tolist()
 
 
+@pytest.mark.extra  # the overlap copy is given code
 def test_an_inplace_op_reads_an_overlapping_operand_before_writing() -> None:
     a = mf.arange(6.0)
     a[1:] += a[:-1]  # each cell adds the old value of its left neighbour, not a running sum

@@ -24,7 +24,7 @@ def shares_storage(a: mf.Tensor, b: mf.Tensor) -> bool:
 # ---- 2.1: views ----------------------------------------------------------------------------
 
 
-@task2_1
+@pytest.mark.extra  # view and indexing are given code
 def test_view_and_its_pytorch_error() -> None:
     t = mf.arange(6.0)
     v = t.view(2, 3)
@@ -46,8 +46,8 @@ def test_views_share_storage_and_writes_show_through() -> None:
     t = mf.zeros(2, 3)
     for view in [t.view(6), t.T, t.permute(1, 0), t[0], t[:, 1:], t.unsqueeze(0), t[None]]:
         assert shares_storage(t, view)
-    t.T[2, 0] = 5.0
-    t[1][0] = 7.0
+    t.T._data.set((2, 0), 5.0)  # one cell written through the views (no kernel launch)
+    t[1]._data.set((0,), 7.0)
     assert t.tolist() == [[0.0, 0.0, 5.0], [7.0, 0.0, 0.0]]
 
 
@@ -83,7 +83,7 @@ def test_views_match_numpy_on_drawn_layouts(method, reference, data: st.DataObje
     mt.assert_close(out, reference(t.numpy()), rtol=0, atol=0)
 
 
-@task2_1
+@pytest.mark.extra  # view and indexing are given code
 def test_indexing_gives_0_dim_tensors_and_errors() -> None:
     t = mf.arange(6).view(2, 3)
     assert t[1, 2].shape == () and t[1, 2].item() == 5
@@ -136,7 +136,7 @@ def test_reshape_copies_only_when_needed(backend: TensorBackend, data: st.DataOb
     mt.assert_close(clone, t.numpy(), rtol=0, atol=0)
 
 
-@task2_3
+@pytest.mark.extra  # flatten and reshape are given code
 def test_flatten_and_reshape_edge_cases() -> None:
     assert mf.tensor(3.0).flatten().shape == (1,)
     assert mf.zeros(2, 0).reshape(0, 5).shape == (0, 5)

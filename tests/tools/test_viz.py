@@ -12,7 +12,7 @@ from minifw.core.autodiff import Context, History
 from minifw.scalar.scalar import Scalar
 from minifw.tools.viz import to_dot
 
-pytestmark = pytest.mark.task1_4
+pytestmark = pytest.mark.extra
 
 NODE = re.compile(r"^\s*(\w+) \[(.*)\];$")
 EDGE = re.compile(r"^\s*(\w+) -> (\w+);$")
