@@ -29,6 +29,7 @@ import zipfile
 from pathlib import Path
 
 from minifw_course.assignment import AssignmentError, make_assignment
+from minifw_course.tasks import TASKS
 
 # What the graded tests import (torch and the app are never needed: tests that want them
 # skip, and tests the staff copy skips are left out of a task's denominator).
@@ -65,9 +66,10 @@ root="${AUTOGRADER_ROOT:-/autograder}"
 python="${MINIFW_PYTHON:-$root/venv/bin/python}"
 mkdir -p "$root/results"
 cd "$root/source"
-NUMBA_CACHE_DIR="$root/%(cache)s" PYTHONPATH="$root/source" "$python" -m minifw_course grade \\
+%(cudasim)sexport NUMBA_CACHE_DIR="$root/%(cache)s" PYTHONPATH="$root/source"
+"$python" -m minifw_course grade \\
     --module %(module)d --staff "$root/source" --repo "$root/submission" \\
-    --json "$root/results/results.json" --python "$python" \
+    --json "$root/results/results.json" --python "$python" \\
     ${MINIFW_GRADE_USER:+--user "$MINIFW_GRADE_USER"}
 """
 
@@ -90,7 +92,7 @@ def make_autograder(repo: Path, out: Path, module: int) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="minifw-autograder-") as scratch:
         staff = Path(scratch) / "source"
         make_assignment(repo, staff, module)
-        fill = {"cache": NUMBA_CACHE, "module": module}
+        fill = {"cache": NUMBA_CACHE, "module": module, "cudasim": cuda_simulator_line(module)}
         files = {
             "requirements.txt": pinned_requirements(),
             "setup.sh": SETUP_SH % fill,
@@ -103,6 +105,19 @@ def make_autograder(repo: Path, out: Path, module: int) -> list[str]:
         names = _write_zip(staff, partial, executable={"setup.sh", "run_autograder"})
         partial.replace(out)  # never a half-written bundle under the real name
         return names
+
+
+def cuda_simulator_line(module: int) -> str:
+    """For the module whose tasks are CUDA kernels: run them on Numba's simulator.
+
+    Gradescope's machines have no GPU; without the simulator the staff copy skips the
+    CUDA tests and tasks 3.3 and 3.4 would have nothing to score.
+    """
+    if not any(task.module == module and "CUDA" in task.title for task in TASKS):
+        return ""
+    return "# No GPU on the grading machine: the CUDA tasks run on Numba's simulator.\n" + (
+        'export NUMBA_ENABLE_CUDASIM="${NUMBA_ENABLE_CUDASIM:-1}"\n'
+    )
 
 
 def _write_zip(folder: Path, target: Path, executable: set[str]) -> list[str]:

@@ -209,14 +209,15 @@ _STAFF_GUIDE = [
     "The tooling is the package `minifw_course`, which `minifw` never imports; "
     "`python -m minifw.course` is a thin entry that only calls it.",
     "",
-    "A Gradescope `run_autograder` grades the submission against the module's student "
-    "repository (made with make-assignment, holding the grader; never the reference "
-    "solutions) with the module pinned:",
-    "",
-    "```sh",
-    "cd /autograder/source && python -m minifw.course grade --repo /autograder/submission \\",
-    "    --staff /autograder/source --module 2 --json /autograder/results/results.json",
-    "```",
+    "- `python -m minifw.course check-tasks --module N` walks the module's student "
+    "repository through the states a student passes through (the first k tasks solved, "
+    "the rest stubs) and names every test that passes on a stub or fails although its "
+    "task and the ones before it are solved: stubs score exactly 0 and correct work "
+    "exactly full marks.",
+    "- `python -m minifw.course make-autograder --module N OUT.zip` writes Gradescope's "
+    "autograder bundle: the module's student repository as the staff copy, pinned "
+    "`requirements.txt`, `setup.sh` and `run_autograder`. [`staff.md`](staff.md) says how "
+    "to set up a course with it, how to regrade, and how long grading takes.",
     "",
     "### The grader's threat model",
     "",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from minifw_course.assignment import IGNORED, AssignmentError, make_assignment
-from minifw_course.autograder import GRADING_PACKAGES, make_autograder
+from minifw_course.autograder import GRADING_PACKAGES, cuda_simulator_line, make_autograder
 
 pytestmark = pytest.mark.staff
 REPO = Path(__file__).resolve().parents[2]
@@ -84,3 +84,19 @@ def test_gradescope_scores_the_reference_full_and_the_stubs_zero(
     assert reference["score"] == full == 40.0
     assert stubs["score"] == 0.0
     assert len(stubs["tests"]) == 4  # type: ignore[arg-type]
+
+
+def test_the_scripts_are_valid_bash(bundle: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(bundle) as archive:
+        archive.extract("setup.sh", tmp_path)
+        archive.extract("run_autograder", tmp_path)
+    for script in ("setup.sh", "run_autograder"):
+        check = subprocess.run(["bash", "-n", str(tmp_path / script)], capture_output=True)
+        assert check.returncode == 0, check.stderr
+    assert "NUMBA_ENABLE_CUDASIM" not in (tmp_path / "run_autograder").read_text()
+
+
+def test_only_the_cuda_module_grades_on_the_simulator() -> None:
+    lines = {module: cuda_simulator_line(module) for module in range(5)}
+    assert [module for module, line in lines.items() if line] == [3]
+    assert 'export NUMBA_ENABLE_CUDASIM="${NUMBA_ENABLE_CUDASIM:-1}"' in lines[3]
