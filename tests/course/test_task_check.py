@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from minifw_course.task_check import all_problems, check_tasks
+from minifw_course.tasks import tasks_of_module
 
 pytestmark = pytest.mark.staff
 
@@ -49,3 +50,15 @@ def test_a_test_that_needs_a_later_task_is_named(
         "test_mul_of_a_square: failed although task 0.1" in p for p in problems
     )
     assert len(problems) == 4  # one per state with 0.1 solved
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", [0, 1])
+def test_the_pure_python_modules_of_this_repository(module: int) -> None:
+    # Modules 2-4 take minutes each (Numba compiles every state's kernels): staff run
+    # `python -m minifw.course check-tasks --module N` before releasing them (docs/staff.md).
+    results = check_tasks(Path(__file__).resolve().parents[2], module, timeout=600)
+    assert all_problems(results) == []
+    assert all(outcome == "failed" for _, outcome in results[0].outcomes.values())
+    tested = {task for task, _ in results[0].outcomes.values()}
+    assert tested == {task.id for task in tasks_of_module(module)}  # every task has tests
