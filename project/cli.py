@@ -12,7 +12,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from tqdm import tqdm
@@ -189,14 +189,23 @@ def run_args(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def points_main(argv: Sequence[str] | None, prog: str, backend: str, description: str) -> int:
-    """The whole of run_tensor.py / run_fast_tensor.py: parse, train, report."""
+def points_main(
+    argv: Sequence[str] | None,
+    prog: str,
+    backend: str,
+    description: str,
+    trainer_class: Callable[..., Any] | None = None,
+) -> int:
+    """The whole of run_tensor.py / run_fast_tensor.py: parse, train, report.
+
+    `trainer_class` builds the trainer from the flags (default: `PointsTrainer`).
+    """
     from project.points import DEFAULTS, PointsTrainer
 
     parser = points_parser(prog, description, backend)
     args = parser.parse_args(argv)
     check_args(parser, args)
-    trainer = PointsTrainer(
+    trainer = (trainer_class or PointsTrainer)(
         dataset=args.dataset,
         points=args.points,
         hidden=args.hidden,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 if __package__ in (None, ""):  # run as a file: make `project` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from project.cli import check_args, points_parser, train_and_report  # noqa: E402
+from project.cli import points_main  # noqa: E402
 
 PROG = "run_fast_tensor"
 
@@ -24,22 +24,8 @@ PROG = "run_fast_tensor"
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` (default: the command line), train FastNetwork, print the summary."""
     from project.fast_network import FastPointsTrainer
-    from project.points import DEFAULTS
 
-    parser = points_parser(PROG, __doc__.splitlines()[0], "fast")
-    args = parser.parse_args(argv)
-    check_args(parser, args)
-    trainer = FastPointsTrainer(
-        dataset=args.dataset,
-        points=args.points,
-        hidden=args.hidden,
-        lr=args.lr,
-        batch=args.batch,
-        optimizer=args.optimizer,
-        backend=args.backend,
-        seed=args.seed,
-    )
-    return train_and_report(PROG, trainer, args, DEFAULTS[args.dataset].epochs)
+    return points_main(argv, PROG, "fast", __doc__.splitlines()[0], FastPointsTrainer)
 
 
 if __name__ == "__main__":
