@@ -1,17 +1,38 @@
-"""User-defined autograd Functions and `gradcheck` (autograd vs central differences)."""
+"""The `mf.autograd` namespace: grad, backward, user-defined Functions, gradcheck.
+
+`grad` and `backward` are PyTorch's (`minifw.tensor.higher_order` runs them, with
+`create_graph` for gradients of gradients); `functional` holds jacobian, hessian,
+vjp, jvp, hvp and vhp built on `grad`; `gradcheck` compares autograd with central
+differences.
+"""
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from minifw.core.autodiff import enable_grad, no_grad
+from minifw.core import unsupported
+from minifw.core.autodiff import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.higher_order import backward, grad
 from minifw.tensor.tensor import Tensor
 
-__all__ = ["Function", "FunctionCtx", "GradcheckError", "gradcheck"]
+__all__ = [
+    "Function", "FunctionCtx", "GradcheckError", "backward", "enable_grad", "functional",
+    "grad", "gradcheck", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
+    "no_grad", "set_grad_enabled",
+]  # fmt: skip
 
 _MAX_REPORTED = 12
 
@@ -138,3 +159,182 @@ def _numeric_jacobians(
                 columns.append((shifted[0] - shifted[1]) / (2.0 * eps))
             jacobians.append(np.stack(columns, axis=1) if columns else np.zeros((total, 0)))
     return jacobians
+
+
+# ---- autograd.functional: Jacobians and Hessians on top of `grad` ---------------------------
+
+
+def _tuple_of(values: Any) -> tuple[tuple[Any, ...], bool]:
+    """(values as a tuple, whether they came as one)."""
+    if isinstance(values, list | tuple):
+        return tuple(values), False
+    return (values,), True
+
+
+def _leaves(inputs: tuple[Any, ...], create_graph: bool) -> tuple[Tensor, ...]:
+    """The inputs as tensors requiring grad (kept in the graph only under create_graph)."""
+    made = []
+    for i, x in enumerate(inputs):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"The input at index {i} is a {type(x).__name__}, not a Tensor")
+        x = x if create_graph and x.requires_grad else x.detach()
+        made.append(x.requires_grad_(True) if not x.requires_grad else x)
+    return tuple(made)
+
+
+def _grads_or_zeros(
+    outputs: Sequence[Tensor], inputs: Sequence[Tensor], seeds: Any, create_graph: bool
+) -> tuple[Tensor, ...]:
+    """The gradient of (outputs . seeds) for each input; zeros where an input is unused."""
+    needed = [(o, s) for o, s in zip(outputs, seeds, strict=True) if o.requires_grad]
+    if not needed:
+        return tuple(x._zeros(x.shape) for x in inputs)
+    found = grad(
+        [o for o, _ in needed], list(inputs), [s for _, s in needed],
+        retain_graph=True, create_graph=create_graph, allow_unused=True,
+    )  # fmt: skip
+    return tuple(x._zeros(x.shape) if g is None else g for x, g in zip(inputs, found, strict=True))
+
+
+def _finish(values: tuple[Any, ...], single: bool, create_graph: bool) -> Any:
+    kept = tuple(v if create_graph or not isinstance(v, Tensor) else v.detach() for v in values)
+    return kept[0] if single else kept
+
+
+def vjp(
+    func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+    strict: bool = False,
+) -> tuple[Any, Any]:  # fmt: skip
+    """(func(inputs), v^T J): the vector-Jacobian product, as torch.autograd.functional.vjp."""
+    xs, single_in = _tuple_of(inputs)
+    with enable_grad():
+        leaves = _leaves(xs, create_graph)
+        out = func(*leaves)
+        outs, single_out = _tuple_of(out)
+        if v is None:
+            if any(o.numel() != 1 for o in outs):
+                raise RuntimeError(
+                    "The vector v can only be None if the user-provided function returns a "
+                    "single Tensor with a single element."
+                )
+            seeds: tuple[Any, ...] = tuple(o._full(o.shape, 1.0) for o in outs)
+        else:
+            seeds = _tuple_of(v)[0]
+        grads = _grads_or_zeros(outs, leaves, seeds, create_graph)
+    return _finish(outs, single_out, create_graph), _finish(grads, single_in, create_graph)
+
+
+def jvp(
+    func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+    strict: bool = False,
+) -> tuple[Any, Any]:  # fmt: skip
+    """(func(inputs), J v): the Jacobian-vector product, by differentiating a vjp once more."""
+    xs, single_in = _tuple_of(inputs)
+    with enable_grad():
+        leaves = _leaves(xs, create_graph)
+        out = func(*leaves)
+        outs, single_out = _tuple_of(out)
+        if v is None:
+            if any(x.numel() != 1 for x in leaves):
+                raise RuntimeError(
+                    "The vector v can only be None if the input to the user-provided function "
+                    "is a single Tensor with a single element."
+                )
+            tangents: tuple[Any, ...] = tuple(x._full(x.shape, 1.0) for x in leaves)
+        else:
+            tangents = _tuple_of(v)[0]
+        dummies = tuple(o._zeros(o.shape).requires_grad_(True) for o in outs)
+        back = _grads_or_zeros(outs, leaves, dummies, create_graph=True)
+        forward = _grads_or_zeros(back, dummies, tangents, create_graph)
+    return _finish(outs, single_out, create_graph), _finish(forward, single_out, create_graph)
+
+
+def jacobian(
+    func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
+    vectorize: bool = False, strategy: str = "reverse-mode",
+) -> Any:  # fmt: skip
+    """The Jacobian d func(inputs) / d inputs, shaped out.shape + in.shape.
+
+    One backward per output cell.
+    Several inputs (or outputs) give a tuple (of tuples), as PyTorch's.
+    """
+    xs, single_in = _tuple_of(inputs)
+    with enable_grad():
+        leaves = _leaves(xs, create_graph)
+        outs, single_out = _tuple_of(func(*leaves))
+        rows = []
+        for out in outs:
+            per_input: list[list[Tensor]] = [[] for _ in leaves]
+            flat = out.reshape(-1)
+            for cell in range(flat.numel()):
+                seed = flat._zeros(flat.shape)
+                seed[cell] = 1.0
+                grads = _grads_or_zeros([flat], leaves, [seed], create_graph)
+                for column, g in zip(per_input, grads, strict=True):
+                    column.append(g)
+            blocks = tuple(
+                _stacked(column, out.shape, x) for column, x in zip(per_input, leaves, strict=True)
+            )
+            rows.append(_finish(blocks, single_in, create_graph))
+    return rows[0] if single_out else tuple(rows)
+
+
+def _stacked(column: list[Tensor], out_shape: tuple[int, ...], x: Tensor) -> Tensor:
+    if not column:
+        return x._zeros(tuple(out_shape) + tuple(x.shape))
+    from minifw.tensor.creation import stack
+
+    return stack(column).reshape(*out_shape, *x.shape)
+
+
+def hessian(
+    func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
+    vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode",
+) -> Any:  # fmt: skip
+    """The second derivatives of a scalar `func`: the jacobian of its gradient."""
+    xs, single_in = _tuple_of(inputs)
+
+    def gradient(*leaves: Tensor) -> Any:
+        out = func(*leaves)
+        if not isinstance(out, Tensor) or out.numel() != 1:
+            raise RuntimeError(
+                "The function given to hessian should return a single Tensor with one element"
+            )
+        grads = _grads_or_zeros([out], leaves, [out._full(out.shape, 1.0)], create_graph=True)
+        return grads[0] if single_in else grads
+
+    return jacobian(gradient, xs[0] if single_in else xs, create_graph=create_graph)
+
+
+def hvp(
+    func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+    strict: bool = False,
+) -> tuple[Any, Any]:  # fmt: skip
+    """(func(inputs), H v) for a scalar `func`: a Hessian-vector product by double backward."""
+    xs, single_in = _tuple_of(inputs)
+    with enable_grad():
+        leaves = _leaves(xs, create_graph)
+        out = func(*leaves)
+        if not isinstance(out, Tensor) or out.numel() != 1:
+            raise RuntimeError(
+                "The function given to hvp should return a single Tensor with one element"
+            )
+        vs = tuple(x._full(x.shape, 1.0) for x in leaves) if v is None else _tuple_of(v)[0]
+        grads = _grads_or_zeros([out], leaves, [out._full(out.shape, 1.0)], create_graph=True)
+        products = _grads_or_zeros(grads, leaves, vs, create_graph)
+    return _finish((out,), True, create_graph), _finish(products, single_in, create_graph)
+
+
+vhp = hvp  # the Hessian is symmetric: v^T H = (H v)^T
+
+functional = types.ModuleType(
+    "minifw.autograd.functional", "Jacobians, Hessians and their products, built on grad."
+)
+_FUNCTIONAL: dict[str, Any] = {"vjp": vjp, "jvp": jvp, "jacobian": jacobian}
+_FUNCTIONAL.update(hessian=hessian, hvp=hvp, vhp=vhp)
+for _name, _value in _FUNCTIONAL.items():
+    setattr(functional, _name, _value)
+functional.__all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]  # type: ignore[attr-defined]
+sys.modules[functional.__name__] = functional  # `from minifw.autograd.functional import ...`
+
+__getattr__ = unsupported.module_getattr("torch.autograd", "minifw.autograd")

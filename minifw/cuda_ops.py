@@ -35,7 +35,7 @@ SMALL_TILE = 8  # matmul tile used when the whole output fits in one SMALL_TILE 
 INDEX_CACHE_SIZE = 1024  # distinct shapes / strides kept on the device
 # numba.cuda is not typed for mypy (its names depend on NUMBA_ENABLE_CUDASIM): one Any alias.
 cuda: Any = numba.cuda
-DTYPES = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64))
+DTYPES = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_))
 
 
 def cuda_kernel(fn: Callable[..., None]) -> Any:
@@ -260,7 +260,7 @@ class CudaOps:
         blocks, threads = _grid_1d(size)
         map_kernel[blocks, threads](
             op, out, _to_device(out_shape), _to_device(out_strides),
-            a, _to_device(a_shape), _to_device(a_strides), size, dense,
+            _as_numbers(a), _to_device(a_shape), _to_device(a_strides), size, dense,
         )  # fmt: skip
 
     @staticmethod
@@ -279,8 +279,8 @@ class CudaOps:
         blocks, threads = _grid_1d(size)
         zip_kernel[blocks, threads](
             op, out, _to_device(out_shape), _to_device(out_strides),
-            a, _to_device(a_shape), _to_device(a_strides),
-            b, _to_device(b_shape), _to_device(b_strides), size, dense,
+            _as_numbers(a), _to_device(a_shape), _to_device(a_strides),
+            _as_numbers(b), _to_device(b_shape), _to_device(b_strides), size, dense,
         )  # fmt: skip
 
     @staticmethod
@@ -363,6 +363,11 @@ class CudaOps:
 
 
 # Launch helpers and checks: plain Python, run on the host before every launch.
+
+
+def _as_numbers(storage: Any) -> Any:
+    """Bool storage viewed as uint8 0/1 cells, for kernels to read (see fast_ops.as_numbers)."""
+    return storage.view(np.uint8) if storage.dtype == np.bool_ else storage
 
 
 def _grid_1d(size: int) -> tuple[int, int]:

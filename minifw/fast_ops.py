@@ -312,6 +312,17 @@ class ReadableFastOps(HostStorage):
         kernel(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
 
 
+def as_numbers(storage: Storage) -> Storage:
+    """Bool storage viewed as uint8 0/1 cells (the same memory); other storage as it is.
+
+    Kernels see bool tensors through this view: the scalar functions compile for
+    numbers, and Numba does not type some of them (`float(x)`) for bools. So the ops
+    that write bool tensors must give 0 or 1 (comparisons, MUL, MAX, NE, EQ, SELECT,
+    ID): the Tensor layer picks them (`tensor/logic.py`).
+    """
+    return storage.view(np.uint8) if storage.dtype.kind == "b" else storage
+
+
 class FastOps(ReadableFastOps):
     """Parallel CPU kernels compiled by Numba; storage is a numpy array, as in SimpleOps.
 
@@ -326,6 +337,7 @@ class FastOps(ReadableFastOps):
         a: Storage, a_shape: Index, a_strides: Index,
     ) -> None:  # fmt: skip
         """out[i] = unary(op, a[i]) for every cell i of out; `a` broadcasts to out."""
+        out, a = as_numbers(out), as_numbers(a)
         if fast_paths is None:
             super().map(op, out, out_shape, out_strides, a, a_shape, a_strides)
         else:
@@ -339,6 +351,7 @@ class FastOps(ReadableFastOps):
         b: Storage, b_shape: Index, b_strides: Index,
     ) -> None:  # fmt: skip
         """out[i] = binary(op, a[i], b[i]); `a` and `b` broadcast to out."""
+        out, a, b = as_numbers(out), as_numbers(a), as_numbers(b)
         args = (op, out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
         if fast_paths is None:
             super().zip(*args)
@@ -371,4 +384,4 @@ class FastOps(ReadableFastOps):
             fast_paths.run_matmul(*args, out.size * int(a_shape[2]) // 2 >= cls.parallel_from)
 
 
-__all__ = ["PARALLEL_FROM", "FastOps", "ReadableFastOps"]
+__all__ = ["PARALLEL_FROM", "FastOps", "ReadableFastOps", "as_numbers"]

@@ -6,7 +6,7 @@ A file is an uncompressed zip written by `numpy.savez`. It holds:
 
 * `__minifw__.npy`: a 1-D uint8 array, the UTF-8 bytes of a JSON manifest
   `{"format": "minifw", "version": 1, "root": NODE}`;
-* `t0.npy`, `t1.npy`, ...: one plain numpy array (float64, float32 or int64) per
+* `t0.npy`, `t1.npy`, ...: one plain numpy array (float64, float32, int64 or bool) per
   distinct tensor, C-ordered, with the tensor's shape.
 
 A NODE describes one value, recursively:
@@ -59,7 +59,7 @@ from minifw.nn.module import Parameter
 from minifw.tensor.tensor import Tensor, backend_for
 
 FORMAT, VERSION, MANIFEST = "minifw", 1, "__minifw__"
-DTYPES = ("float64", "float32", "int64")
+DTYPES = ("float64", "float32", "int64", "bool")
 PathOrFile = str | os.PathLike[str] | IO[bytes]
 STALE_AFTER_S = 10.0  # a dead save's temp file is removed once untouched this long
 _TEMP = ".tmp-mfsave-"
@@ -83,7 +83,7 @@ def _encode(value: Any, arrays: dict[str, Any], seen: dict[int, str], where: str
             arrays[key] = np.array(value.detach().cpu().numpy(), order="C")
         return {
             "type": "tensor", "key": key, "dtype": value.dtype.name, "shape": list(value.shape),
-            "requires_grad": value.requires_grad, "device": value.device,
+            "requires_grad": value.requires_grad, "device": value.backend.device,
         }  # fmt: skip
     if value is None:
         return {"type": "none"}

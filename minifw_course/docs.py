@@ -23,10 +23,11 @@ BLOCK_END = "<!-- END GENERATED: tasks -->"
 APP_CONFIG = ".streamlit/config.toml"
 
 COMPARISON_NOTE = (
-    "minifw comparisons (`<`, `>`, `<=`, `>=`, `==`, `!=`) return 0./1. float tensors in "
-    "the operands' float dtype, where PyTorch returns bool tensors. Code written for "
-    "PyTorch such as `(pred == y).float().mean()` works unchanged; code that uses the "
-    "result as a boolean mask (`t[t > 0]`) must change, e.g. to `t * (t > 0)`."
+    "Comparisons (`<`, `>`, `<=`, `>=`, `==`, `!=`) return bool tensors, as PyTorch's do: "
+    "`t[t > 0]` masks, `~ & | ^` combine masks, `(pred == y).float().mean()` is an "
+    "accuracy, and `(pred == y).sum()` counts in int64. The scalar operators of Task 0.1 "
+    "(`operators.lt`, ...) return 1.0 or 0.0 on Python floats; the tensor layer turns those "
+    "into bool cells."
 )
 
 

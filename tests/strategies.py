@@ -13,6 +13,7 @@ A new elementwise op adds exactly one row here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -247,6 +248,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 ANY, POSITIVE, NONZERO = Domain(), Domain(0.1, 3.0), Domain(-3.0, 3.0, min_abs=0.5)
+_erf = np.vectorize(math.erf, otypes=[np.float64])  # numpy has no erf
 AWAY_FROM_KINK = Domain(-3.0, 3.0, min_abs=0.05)
 NO_OVERFLOW = Domain(-3.0, 3.0)
 
@@ -268,7 +270,7 @@ OPS: tuple[OpSpec, ...] = (
            grad_domain=(AWAY_FROM_KINK,)),
     OpSpec("reciprocal", 1, lambda a: a.reciprocal(), lambda a: 1.0 / a, (NONZERO,),
            code=ops.INV),
-    OpSpec("square", 1, lambda a: a**2, np.square, (ANY,)),
+    OpSpec("pow_2", 1, lambda a: a**2, np.square, (ANY,)),
     OpSpec("pow_1.5", 1, lambda a: a**1.5, lambda a: a**1.5, (POSITIVE,)),
     OpSpec("pow_-2", 1, lambda a: a**-2, lambda a: a**-2.0, (NONZERO,)),
     OpSpec("add_number", 1, lambda a: a + 1.5, lambda a: a + 1.5, (ANY,)),
@@ -285,8 +287,51 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("ge", 2, lambda a, b: a >= b, _cmp(np.greater_equal), (ANY, ANY), False, ops.GE),
     OpSpec("eq", 2, lambda a, b: a == b, _cmp(np.equal), (ANY, ANY), False, ops.EQ),
     OpSpec("ne", 2, lambda a, b: a != b, _cmp(np.not_equal), (ANY, ANY), False, ops.NE),
+    # [elementwise math] (issue 17): one row per family; MORE_OPS below has the others.
+    # Step functions and the binary ops whose gradient is given code (math_ops.py) are
+    # not `differentiable` here: tests/tensor/test_math_ops.py checks them against torch.
+    OpSpec("sin", 1, lambda a: a.sin(), np.sin, (ANY,), code=ops.SIN),
+    OpSpec("log1p", 1, lambda a: a.log1p(), np.log1p, (Domain(-0.9, 3.0),), code=ops.LOG1P),
+    OpSpec("erf", 1, lambda a: a.erf(), _erf, (ANY,), code=ops.ERF),
+    OpSpec("square", 1, lambda a: a.square(), np.square, (ANY,), code=ops.SQUARE),
+    OpSpec("floor", 1, lambda a: a.floor(), np.floor, (ANY,), False, ops.FLOOR),
+    OpSpec("atan2", 2, lambda a, b: a.atan2(b), np.arctan2, (ANY, NONZERO), False, ops.ATAN2),
+    OpSpec("remainder", 2, lambda a, b: a % b, np.remainder, (ANY, NONZERO), False,
+           ops.REMAINDER),
+    # [end elementwise math]
 )  # fmt: skip
-OPS_BY_NAME = {spec.name: spec for spec in OPS}
+
+# [elementwise math] (issue 17) The other new elementwise ops, in the same form. They are
+# kept out of OPS so that the shared per-row tests (every backend, dtype and layout) grow
+# by a family's representative only; tests/tensor/test_math_ops.py runs ALL_OPS' new rows.
+MORE_OPS: tuple[OpSpec, ...] = (
+    OpSpec("cos", 1, lambda a: a.cos(), np.cos, (ANY,), code=ops.COS),
+    OpSpec("tan", 1, lambda a: a.tan(), np.tan, (Domain(-1.3, 1.3),), code=ops.TAN),
+    OpSpec("asin", 1, lambda a: a.asin(), np.arcsin, (Domain(-0.95, 0.95),), code=ops.ASIN),
+    OpSpec("acos", 1, lambda a: a.acos(), np.arccos, (Domain(-0.95, 0.95),), code=ops.ACOS),
+    OpSpec("atan", 1, lambda a: a.atan(), np.arctan, (ANY,), code=ops.ATAN),
+    OpSpec("sinh", 1, lambda a: a.sinh(), np.sinh, (ANY,), code=ops.SINH),
+    OpSpec("cosh", 1, lambda a: a.cosh(), np.cosh, (ANY,), code=ops.COSH),
+    OpSpec("expm1", 1, lambda a: a.expm1(), np.expm1, (ANY,), code=ops.EXPM1),
+    OpSpec("log2", 1, lambda a: a.log2(), np.log2, (POSITIVE,), code=ops.LOG2),
+    OpSpec("log10", 1, lambda a: a.log10(), np.log10, (POSITIVE,), code=ops.LOG10),
+    OpSpec("exp2", 1, lambda a: a.exp2(), np.exp2, (ANY,), code=ops.EXP2),
+    OpSpec("rsqrt", 1, lambda a: a.rsqrt(), lambda a: 1.0 / np.sqrt(a), (POSITIVE,),
+           code=ops.RSQRT),
+    OpSpec("sign", 1, lambda a: a.sign(), np.sign, (ANY,), False, ops.SIGN),
+    OpSpec("ceil", 1, lambda a: a.ceil(), np.ceil, (ANY,), False, ops.CEIL),
+    OpSpec("round", 1, lambda a: a.round(), np.round, (ANY,), False, ops.ROUND),
+    OpSpec("trunc", 1, lambda a: a.trunc(), np.trunc, (ANY,), False, ops.TRUNC),
+    OpSpec("frac", 1, lambda a: a.frac(), lambda a: a - np.trunc(a), (ANY,), False, ops.FRAC),
+    OpSpec("fmod", 2, lambda a, b: a.fmod(b), np.fmod, (ANY, NONZERO), False, ops.FMOD),
+    OpSpec("floor_divide", 2, lambda a, b: a // b, np.floor_divide, (ANY, NONZERO), False,
+           ops.FLOOR_DIVIDE),
+    OpSpec("maximum", 2, lambda a, b: a.maximum(b), np.maximum, (ANY, ANY), False),
+    OpSpec("minimum", 2, lambda a, b: a.minimum(b), np.minimum, (ANY, ANY), False),
+)  # fmt: skip
+ALL_OPS = OPS + MORE_OPS
+# [end elementwise math]
+OPS_BY_NAME = {spec.name: spec for spec in ALL_OPS}
 
 
 def as_numpy(value: Any) -> np.ndarray:

@@ -60,7 +60,8 @@ SCALAR = compile_functions(
     replacements={"exp": fast_paths.simd_math.exp} if fast_paths is not None else None,
 )
 _INFIX = {operators.ADD: "+", operators.SUB: "-", operators.MUL: "*", operators.DIV: "/"}
-_CASTS = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64"}
+_CASTS = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
+          "bool": "np.bool_"}  # fmt: skip
 _cache_dir: list[Path | None] = [None]
 _kernels: dict[tuple[str, Path], Any] = {}
 _kernel_lock = threading.Lock()

@@ -200,11 +200,6 @@ def is_grad_enabled() -> bool:
     return _grad_mode.enabled
 
 
-def set_grad_enabled(mode: bool) -> None:
-    """Turn recording of operations on or off for this thread."""
-    _grad_mode.enabled = bool(mode)
-
-
 @contextmanager
 def _grad_mode_set(mode: bool) -> Iterator[None]:
     previous = _grad_mode.enabled
@@ -239,13 +234,102 @@ class _GradModeGuard:
         return wrapper
 
 
-class no_grad(_GradModeGuard):  # noqa: N801 - PyTorch's name
+class _BareDecorator(_GradModeGuard):
+    """A guard also usable as a bare decorator: `@no_grad` as well as `@no_grad()`."""
+
+    def __new__(cls, fn: Callable[..., Any] | None = None) -> Any:
+        """A guard, or, given a function, that function decorated by a fresh guard."""
+        guard = super().__new__(cls)
+        return guard if fn is None else guard(fn)
+
+    def __init__(self, fn: Callable[..., Any] | None = None) -> None:
+        pass
+
+
+class no_grad(_BareDecorator):  # noqa: N801 - PyTorch's name
     """Record nothing for autograd inside `with no_grad():` (or a decorated function)."""
 
     mode = False
 
 
-class enable_grad(_GradModeGuard):  # noqa: N801 - PyTorch's name
+class enable_grad(_BareDecorator):  # noqa: N801 - PyTorch's name
     """Record operations again inside `with enable_grad():`, even under no_grad."""
 
     mode = True
+
+
+class set_grad_enabled(_GradModeGuard):  # noqa: N801 - PyTorch's name
+    """Turn recording on or off now; as a context manager or decorator, restore it after.
+
+    `set_grad_enabled(False)` alone switches grad off for this thread until switched
+    back; `with set_grad_enabled(False):` and `@set_grad_enabled(False)` limit the
+    change to the block or the decorated function, as in PyTorch.
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self._previous = _grad_mode.enabled
+        _grad_mode.enabled = self.mode
+
+    def __enter__(self) -> None:
+        """Grad mode was already set when the object was made."""
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorate `fn` (grad mode goes back to what it was before this object)."""
+        _grad_mode.enabled = self._previous
+        return super().__call__(fn)
+
+
+class _InferenceMode(threading.local):
+    enabled = False
+
+
+_inference_mode = _InferenceMode()
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside `inference_mode()` (per thread)."""
+    return _inference_mode.enabled
+
+
+class inference_mode(_GradModeGuard):  # noqa: N801 - PyTorch's name
+    """`no_grad` for pure inference (context manager or decorator).
+
+    Unlike PyTorch, tensors made inside are ordinary tensors: minifw does not mark them,
+    so using them in autograd later is allowed (PyTorch raises). `inference_mode(False)`
+    leaves grad mode as it is.
+    """
+
+    def __new__(cls, mode: Any = True) -> Any:
+        """A guard, or, used bare as `@inference_mode`, the decorated function."""
+        guard = super().__new__(cls)
+        if callable(mode):
+            guard.inference = True
+            return guard(mode)
+        return guard
+
+    def __init__(self, mode: Any = True) -> None:
+        self.inference = bool(mode)
+
+    def __enter__(self) -> None:
+        self._previous = _grad_mode.enabled
+        self._previous_inference = _inference_mode.enabled
+        _inference_mode.enabled = self.inference
+        if self.inference:
+            _grad_mode.enabled = False
+
+    def __exit__(self, *exc: object) -> None:
+        _grad_mode.enabled = self._previous
+        _inference_mode.enabled = self._previous_inference
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Run `fn` inside this inference mode on every call."""
+        inference = self.inference
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with inference_mode(inference):
+                return fn(*args, **kwargs)
+
+        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+        wrapper.__doc__ = fn.__doc__
+        return wrapper

@@ -240,6 +240,291 @@ def abs_back(x: float, d: float) -> float:
 
 # END TASK 0.1
 
+# ---- More elementwise math (PyTorch parity, given code) ----------------------------------
+# Guarded like the functions above: SimpleOps and the CUDA simulator run them as Python,
+# where math raises on a domain error or an overflow; PyTorch gives nan or inf instead.
+# Helpers called from kernels must be rows themselves (backends recompile only rows).
+LN2 = 0.6931471805599453
+LN10 = 2.302585092994046
+TWO_OVER_SQRT_PI = 1.1283791670955126
+
+
+def sin(x: float) -> float:
+    """Return the sine of x (nan at +-inf)."""
+    return math.sin(x) if math.isfinite(x) else math.nan
+
+
+def cos(x: float) -> float:
+    """Return the cosine of x (nan at +-inf)."""
+    return math.cos(x) if math.isfinite(x) else math.nan
+
+
+def tan(x: float) -> float:
+    """Return the tangent of x (nan at +-inf)."""
+    return math.tan(x) if math.isfinite(x) else math.nan
+
+
+def asin(x: float) -> float:
+    """Return the arcsine of x (nan outside [-1, 1])."""
+    return math.asin(x) if -1.0 <= x <= 1.0 else math.nan
+
+
+def acos(x: float) -> float:
+    """Return the arccosine of x (nan outside [-1, 1])."""
+    return math.acos(x) if -1.0 <= x <= 1.0 else math.nan
+
+
+def atan(x: float) -> float:
+    """Return the arctangent of x."""
+    return math.atan(x)
+
+
+def sinh(x: float) -> float:
+    """Return the hyperbolic sine of x (+-inf on overflow)."""
+    if x > 710.0 or x < -710.0:
+        return math.copysign(math.inf, x)
+    return math.sinh(x)
+
+
+def cosh(x: float) -> float:
+    """Return the hyperbolic cosine of x (inf on overflow)."""
+    if x > 710.0 or x < -710.0:
+        return math.inf
+    return math.cosh(x)
+
+
+def log1p(x: float) -> float:
+    """Return log(1 + x), accurate near 0 (-inf at -1, nan below)."""
+    if x > -1.0:
+        return math.log1p(x)
+    if x == -1.0:
+        return -math.inf
+    return math.nan
+
+
+def expm1(x: float) -> float:
+    """Return e^x - 1, accurate near 0 (inf on overflow)."""
+    if x > 709.78:
+        return math.inf
+    return math.expm1(x)
+
+
+def log2(x: float) -> float:
+    """Return the base-2 log of x (-inf at 0, nan below)."""
+    if x > 0.0:
+        return math.log2(x)
+    return log(x)
+
+
+def log10(x: float) -> float:
+    """Return the base-10 log of x (-inf at 0, nan below)."""
+    if x > 0.0:
+        return math.log10(x)
+    return log(x)
+
+
+def exp2(x: float) -> float:
+    """Return 2^x (inf on overflow, 0 on underflow)."""
+    if x > 1024.0:
+        return math.inf
+    if x < -1080.0:
+        return 0.0
+    return math.pow(2.0, x)
+
+
+def rsqrt(x: float) -> float:
+    """Return 1 / sqrt(x) (inf at 0, nan below 0)."""
+    return inv(sqrt(x))
+
+
+def square(x: float) -> float:
+    """Return x * x."""
+    return x * x
+
+
+def erf(x: float) -> float:
+    """Return the error function of x."""
+    return math.erf(x)
+
+
+def sign(x: float) -> float:
+    """Return 1 for x > 0, -1 for x < 0, else 0 (0 for nan too, as PyTorch)."""
+    if x > 0.0:
+        return 1.0
+    if x < 0.0:
+        return -1.0
+    return 0.0
+
+
+def trunc(x: float) -> float:
+    """Return x rounded toward 0, as a float (-0. stays -0.; nan and inf unchanged).
+
+    Not math.trunc: compiled, it returns an int64 that wraps for big x.
+    """
+    if not math.isfinite(x) or x == 0.0:
+        return x
+    rounded = x - fmod(x, 1.0)
+    return rounded if rounded != 0.0 else math.copysign(0.0, x)
+
+
+def floor(x: float) -> float:
+    """Return the largest integral float <= x (nan and inf unchanged)."""
+    t = trunc(x)
+    return t - 1.0 if t > x else t
+
+
+def ceil(x: float) -> float:
+    """Return the smallest integral float >= x (nan and inf unchanged; -0.5 gives -0.)."""
+    t = trunc(x)
+    return t + 1.0 if t < x else t
+
+
+def round(x: float) -> float:
+    """Return x rounded to the nearest integral float, halves to even (as PyTorch)."""
+    below = floor(x)
+    rest = x - below
+    if rest > 0.5 or (rest == 0.5 and fmod(below, 2.0) != 0.0):
+        below = below + 1.0
+    return below if below != 0.0 else math.copysign(0.0, x)
+
+
+def frac(x: float) -> float:
+    """Return x - trunc(x), with x's sign (nan at +-inf)."""
+    if not math.isfinite(x):
+        return math.nan
+    return x - trunc(x)
+
+
+def atan2(y: float, x: float) -> float:
+    """Return the angle of the point (x, y) in (-pi, pi], as atan(y / x) by quadrant."""
+    return math.atan2(y, x)
+
+
+def fmod(x: float, y: float) -> float:
+    """Return x - trunc(x / y) * y, computed exactly, with x's sign (nan for y = 0 or x inf)."""
+    if y == 0.0 or not math.isfinite(x) or y != y:
+        return math.nan
+    if math.isinf(y):
+        return x
+    return math.copysign(abs(x) % abs(y), x)  # exact; Numba compiles no C fmod
+
+
+def remainder(x: float, y: float) -> float:
+    """Return x - floor(x / y) * y, with y's sign (Python's and PyTorch's x % y)."""
+    rest = fmod(x, y)
+    if rest != 0.0 and (y < 0.0) != (rest < 0.0):
+        rest = rest + y
+    return rest
+
+
+def floor_divide(x: float, y: float) -> float:
+    """Return floor(x / y), computed as Python and PyTorch do for floats (x / y at y = 0)."""
+    if y == 0.0:  # x / 0 as IEEE gives it (Python would raise)
+        if x == 0.0 or x != x:
+            return math.nan
+        return math.copysign(math.inf, x) * math.copysign(1.0, y)
+    rest = fmod(x, y)
+    quotient = (x - rest) / y
+    if rest != 0.0 and (y < 0.0) != (rest < 0.0):
+        quotient = quotient - 1.0
+    if quotient == 0.0:
+        return math.copysign(0.0, x) * math.copysign(1.0, y)
+    result = floor(quotient)
+    return result + 1.0 if quotient - result > 0.5 else result
+
+
+def sin_back(x: float, d: float) -> float:
+    """Return d * d/dx sin(x) = d * cos(x)."""
+    return d * cos(x)
+
+
+def cos_back(x: float, d: float) -> float:
+    """Return d * d/dx cos(x) = -d * sin(x)."""
+    return -d * sin(x)
+
+
+def tan_back(x: float, d: float) -> float:
+    """Return d * d/dx tan(x) = d * (1 + tan(x)^2)."""
+    t = tan(x)
+    return d * (1.0 + t * t)
+
+
+def asin_back(x: float, d: float) -> float:
+    """Return d * d/dx asin(x) = d / sqrt(1 - x^2) (inf at +-1, nan outside)."""
+    return d * inv(sqrt(1.0 - x * x))
+
+
+def acos_back(x: float, d: float) -> float:
+    """Return d * d/dx acos(x) = -d / sqrt(1 - x^2) (-inf at +-1, nan outside)."""
+    return -d * inv(sqrt(1.0 - x * x))
+
+
+def atan_back(x: float, d: float) -> float:
+    """Return d * d/dx atan(x) = d / (1 + x^2)."""
+    return d / (1.0 + x * x)
+
+
+def sinh_back(x: float, d: float) -> float:
+    """Return d * d/dx sinh(x) = d * cosh(x)."""
+    return d * cosh(x)
+
+
+def cosh_back(x: float, d: float) -> float:
+    """Return d * d/dx cosh(x) = d * sinh(x)."""
+    return d * sinh(x)
+
+
+def log1p_back(x: float, d: float) -> float:
+    """Return d * d/dx log(1 + x) = d / (1 + x)."""
+    return d * inv(1.0 + x)
+
+
+def expm1_back(x: float, d: float) -> float:
+    """Return d * d/dx (e^x - 1) = d * e^x."""
+    return d * exp(x)
+
+
+def log2_back(x: float, d: float) -> float:
+    """Return d * d/dx log2(x) = d / (x ln 2)."""
+    return d * inv(x * LN2)
+
+
+def log10_back(x: float, d: float) -> float:
+    """Return d * d/dx log10(x) = d / (x ln 10)."""
+    return d * inv(x * LN10)
+
+
+def exp2_back(x: float, d: float) -> float:
+    """Return d * d/dx 2^x = d * 2^x ln 2."""
+    return d * exp2(x) * LN2
+
+
+def rsqrt_back(x: float, d: float) -> float:
+    """Return d * d/dx x^-1/2 = -d / (2 x^3/2)."""
+    r = rsqrt(x)
+    return -0.5 * d * r * r * r
+
+
+def square_back(x: float, d: float) -> float:
+    """Return d * d/dx x^2 = 2 d x."""
+    return 2.0 * d * x
+
+
+def erf_back(x: float, d: float) -> float:
+    """Return d * d/dx erf(x) = d * 2 / sqrt(pi) * e^(-x^2)."""
+    return d * TWO_OVER_SQRT_PI * exp(-x * x)
+
+
+def zero_back(x: float, d: float) -> float:
+    """Return 0: the gradient of a step function (sign, floor, ceil, round, trunc)."""
+    return 0.0
+
+
+def frac_back(x: float, d: float) -> float:
+    """Return d * d/dx (x - trunc(x)) = d."""
+    return d
+
+
 # ---- The op table ---------------------------------------------------------------------
 # One row per elementwise op. Everything else is derived from the rows: the op codes
 # (integers that kernels receive instead of Python functions, so compiled kernels cache
@@ -295,6 +580,30 @@ TANH = unary_op(6, "tanh", back="tanh_back")
 INV = unary_op(7, "inv", back="inv_back", title="Reciprocal")
 SQRT = unary_op(8, "sqrt", back="sqrt_back")
 ABS = unary_op(9, "abs", back="abs_back")
+# [elementwise math] (issue 17): unary 10-59, binary 115-159, derivative rules 208-259
+SIN = unary_op(10, "sin", back="sin_back")
+COS = unary_op(11, "cos", back="cos_back")
+TAN = unary_op(12, "tan", back="tan_back")
+ASIN = unary_op(13, "asin", back="asin_back")
+ACOS = unary_op(14, "acos", back="acos_back")
+ATAN = unary_op(15, "atan", back="atan_back")
+SINH = unary_op(16, "sinh", back="sinh_back")
+COSH = unary_op(17, "cosh", back="cosh_back")
+LOG1P = unary_op(18, "log1p", back="log1p_back")
+EXPM1 = unary_op(19, "expm1", back="expm1_back")
+LOG2 = unary_op(20, "log2", back="log2_back")
+LOG10 = unary_op(21, "log10", back="log10_back")
+EXP2 = unary_op(22, "exp2", back="exp2_back")
+RSQRT = unary_op(23, "rsqrt", back="rsqrt_back")
+SQUARE = unary_op(24, "square", back="square_back")
+ERF = unary_op(25, "erf", back="erf_back")
+SIGN = unary_op(26, "sign", back="zero_back")
+FLOOR = unary_op(27, "floor", back="zero_back")
+CEIL = unary_op(28, "ceil", back="zero_back")
+ROUND = unary_op(29, "round", back="zero_back")
+TRUNC = unary_op(30, "trunc", back="zero_back")
+FRAC = unary_op(31, "frac", back="frac_back")
+# [end elementwise math]
 
 ADD = binary_op(100, "add")
 SUB = binary_op(101, "sub")
@@ -311,6 +620,12 @@ MIN = binary_op(111, "min")
 POW = binary_op(112, "pow")
 IS_CLOSE = binary_op(113, "is_close")
 SELECT = binary_op(114, "select")
+# [elementwise math] (issue 17)
+ATAN2 = binary_op(115, "atan2")
+FMOD = binary_op(116, "fmod")
+REMAINDER = binary_op(117, "remainder")
+FLOOR_DIVIDE = binary_op(118, "floor_divide")
+# [end elementwise math]
 
 LOG_BACK = binary_op(200, "log_back")
 INV_BACK = binary_op(201, "inv_back")
@@ -320,6 +635,26 @@ EXP_BACK = binary_op(204, "exp_back")
 TANH_BACK = binary_op(205, "tanh_back")
 SQRT_BACK = binary_op(206, "sqrt_back")
 ABS_BACK = binary_op(207, "abs_back")
+# [elementwise math] (issue 17)
+SIN_BACK = binary_op(208, "sin_back")
+COS_BACK = binary_op(209, "cos_back")
+TAN_BACK = binary_op(210, "tan_back")
+ASIN_BACK = binary_op(211, "asin_back")
+ACOS_BACK = binary_op(212, "acos_back")
+ATAN_BACK = binary_op(213, "atan_back")
+SINH_BACK = binary_op(214, "sinh_back")
+COSH_BACK = binary_op(215, "cosh_back")
+LOG1P_BACK = binary_op(216, "log1p_back")
+EXPM1_BACK = binary_op(217, "expm1_back")
+LOG2_BACK = binary_op(218, "log2_back")
+LOG10_BACK = binary_op(219, "log10_back")
+EXP2_BACK = binary_op(220, "exp2_back")
+RSQRT_BACK = binary_op(221, "rsqrt_back")
+SQUARE_BACK = binary_op(222, "square_back")
+ERF_BACK = binary_op(223, "erf_back")
+ZERO_BACK = binary_op(224, "zero_back")
+FRAC_BACK = binary_op(225, "frac_back")
+# [end elementwise math]
 
 # ---- Derived from the table --------------------------------------------------------------
 

@@ -8,8 +8,8 @@ very functions instead of writing their own.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, SupportsIndex, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -507,8 +507,9 @@ def normalize_key(key: Any) -> list[Any]:
             items[i] = operator.index(item)
         elif not (item is None or item is Ellipsis or isinstance(item, slice)):
             raise TypeError(
-                f"only integers, slices (`:`), ellipsis (`...`) and None are valid indices "
-                f"(got {type(item).__name__}); minifw has no advanced (list or tensor) indexing"
+                f"only integers, slices (`:`), ellipsis (`...`) and None make a view "
+                f"(got {type(item).__name__}); index lists, tensors and masks copy (Tensor "
+                f"indexing handles them)"
             )
     return items
 
@@ -518,3 +519,63 @@ def _is_int_index(item: Any) -> bool:
     if getattr(item, "_is_minifw_tensor", False) is True:
         return item.dim() == 0 and not item.dtype.is_floating_point  # type: ignore[no-any-return]
     return isinstance(item, int | np.integer) and not isinstance(item, bool)
+
+
+# ---- Size: the shape a Tensor reports (PyTorch's torch.Size) ----
+
+
+class Size(tuple):  # type: ignore[type-arg]
+    """A shape: a tuple of ints, printed `minifw.Size([2, 3])` (PyTorch prints torch.Size)."""
+
+    __slots__ = ()
+
+    def __new__(cls, sizes: Iterable[Any] = ()) -> Size:
+        """The sizes of `sizes` (each an int)."""
+        values = tuple(sizes)
+        for i, s in enumerate(values):
+            if isinstance(s, bool) or not hasattr(s, "__index__"):
+                raise TypeError(
+                    f"minifw.Size() takes an iterable of 'int' (item {i} is '{type(s).__name__}')"
+                )
+        return super().__new__(cls, (operator.index(s) for s in values))
+
+    def numel(self) -> int:
+        """The number of cells a tensor of this shape holds."""
+        count = 1
+        for s in self:
+            count *= s
+        return count
+
+    def __repr__(self) -> str:
+        return f"minifw.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        """In an f-string (error messages), the plain tuple: `(2, 3)`."""
+        return format(tuple(self), spec) if spec else tuple.__repr__(self)
+
+    @overload
+    def __getitem__(self, key: SupportsIndex) -> int: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> Size: ...
+
+    def __getitem__(self, key: SupportsIndex | slice) -> int | Size:
+        if isinstance(key, slice):
+            return as_size(tuple.__getitem__(self, key))
+        return tuple.__getitem__(self, key)  # type: ignore[no-any-return]
+
+    def __add__(self, other: Any) -> Size:
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __radd__(self, other: Any) -> Size:
+        return Size(tuple(other) + tuple(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Size, (tuple(self),))
+
+
+def as_size(shape: tuple[int, ...]) -> Size:
+    """`shape` (a tuple of ints, already checked) as a Size, without re-checking."""
+    return tuple.__new__(Size, shape)

@@ -11,13 +11,16 @@ logits of 1000 do not overflow. Task 4.4 fences everything from `MaxAlongDim` to
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 
 from minifw.core import dtypes
 from minifw.core import operators as ops
 from minifw.core.random import generator
 from minifw.core.tensor_data import normalize_dim
-from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.functions import Function, FunctionCtx, Where
 from minifw.tensor.tensor import MaxResult, Tensor, tensor
 
 
@@ -172,6 +175,33 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:  # 
 # END TASK 4.4
 
 
+# Recorded backwards for create_graph=True (given code, outside the task): each is the
+# fast backward's formula in tensor arithmetic, so gradients of gradients flow.
+
+
+def _max_along_dim_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
+    """Grad at the argmax (a constant one-hot), recorded."""
+    x, indices = ctx.saved_tensors
+    return grad * x._one_hot_along(ctx.dim, indices), None, None
+
+
+def _log_softmax_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+    """Grad - softmax * sum(grad), the log-softmax recomputed from the recorded input."""
+    out = LogSoftmax.apply(ctx.graph_inputs[0], ctx.dim)
+    return grad - out.exp() * grad.sum(ctx.dim, keepdim=True), None
+
+
+def _softmax_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+    """S * (grad - sum(grad * s)), the softmax s recomputed from the recorded input."""
+    s = Softmax.apply(ctx.graph_inputs[0], ctx.dim)
+    return s * (grad - (grad * s).sum(ctx.dim, keepdim=True)), None
+
+
+MaxAlongDim.backward_graph = staticmethod(_max_along_dim_graph)
+LogSoftmax.backward_graph = staticmethod(_log_softmax_graph)
+Softmax.backward_graph = staticmethod(_softmax_graph)
+
+
 def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:  # noqa: A002
     """int64 tensor of shape input.shape + (num_classes,): 1 at each index, 0 elsewhere.
 
@@ -194,3 +224,195 @@ def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:  # noqa: A002
         )
     classes = tensor(np.arange(num_classes), backend=input.backend)
     return (input.unsqueeze(-1) == classes).long()
+
+
+# ---- More activations (issue 17): compositions of differentiable tensor operations ------
+#
+# Each is built from Tensor operations and `Where`, so autograd (and create_graph) comes
+# for free on every backend. Branches that could overflow (exp of a large input) see a
+# clamped copy of the input, so the gradient of the branch not taken stays 0, never nan.
+
+
+def _where(condition: Tensor, a: Tensor | float, b: Tensor | float, like: Tensor) -> Tensor:
+    """A where `condition` holds, else b (numbers become 0-dim tensors like `like`)."""
+    first = a if isinstance(a, Tensor) else like._scalar_like(a)
+    second = b if isinstance(b, Tensor) else like._scalar_like(b)
+    return Where.apply(condition, first, second)  # type: ignore[no-any-return]
+
+
+def _float_input(name: str, input: Tensor) -> Tensor:  # noqa: A002
+    """`input` itself if it is floating point; PyTorch's RuntimeError otherwise."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}")
+    return input
+
+
+def _stable_softplus(z: Tensor, threshold: float = 20.0) -> Tensor:
+    """log(1 + e^z), exactly z above `threshold`; its gradient is sigmoid(z) everywhere."""
+    linear = z > threshold
+    safe = _where(linear, 0.0, z, z)
+    return _where(linear, z, -(-safe).sigmoid().log(), z)
+
+
+def leaky_relu(
+    input: Tensor, negative_slope: float = 0.01, inplace: bool = False,  # noqa: A002
+) -> Tensor:  # fmt: skip
+    """X where x > 0, else negative_slope * x."""
+    x = _float_input("leaky_relu", input)
+    return _where(x > 0.0, x, x * negative_slope, x)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """X where x > 0, else alpha * (e^x - 1)."""
+    x = _float_input("elu", input)
+    positive = x > 0.0
+    negative_part = _where(positive, 0.0, x, x)
+    return _where(positive, x, (negative_part.exp() - 1.0) * alpha, x)
+
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """Scale * elu(x, alpha) with the self-normalising constants."""
+    return elu(input, SELU_ALPHA) * SELU_SCALE
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
+    """X * Phi(x) (Phi the standard normal CDF); "tanh" uses PyTorch's tanh approximation."""
+    x = _float_input("gelu", input)
+    if approximate == "tanh":
+        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+        return x * 0.5 * (inner.tanh() + 1.0)
+    if approximate != "none":
+        raise RuntimeError(
+            f"approximate argument must be either none or tanh, got {approximate!r}"
+        )
+    return x * 0.5 * ((x * (1.0 / math.sqrt(2.0))).erf() + 1.0)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """X * sigmoid(x) (also called swish)."""
+    x = _float_input("silu", input)
+    return x * x.sigmoid()
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
+    """log(1 + e^(beta x)) / beta, and x itself where beta * x > threshold."""
+    x = _float_input("softplus", input)
+    if beta == 1.0:
+        return _stable_softplus(x, threshold)
+    return _stable_softplus(x * beta, threshold) / beta
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """X * tanh(softplus(x))."""
+    x = _float_input("mish", input)
+    return x * _stable_softplus(x).tanh()
+
+
+def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """log(sigmoid(x)) = -softplus(-x), finite for large negative x."""
+    x = _float_input("logsigmoid", input)
+    return -_stable_softplus(-x)
+
+
+def hardtanh(
+    input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,  # noqa: A002
+) -> Tensor:  # fmt: skip
+    """X clamped to [min_val, max_val]; the gradient is 0 outside (min_val, max_val)."""
+    if min_val > max_val:
+        raise ValueError(f"min_val cannot be greater than max_val (got {min_val} > {max_val})")
+    x = _float_input("hardtanh", input)
+    return _where(x <= min_val, min_val, _where(x >= max_val, max_val, x, x), x)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """min(max(x, 0), 6)."""
+    return hardtanh(input, 0.0, 6.0)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """relu6(x + 3) / 6: 0 below -3, 1 above 3, linear between."""
+    return relu6(_float_input("hardsigmoid", input) + 3.0) * (1.0 / 6.0)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """X * relu6(x + 3) / 6."""
+    x = _float_input("hardswish", input)
+    return _where(x < -3.0, 0.0, _where(x > 3.0, x, x * (x + 3.0) * (1.0 / 6.0), x), x)
+
+
+def softsign(input: Tensor) -> Tensor:  # noqa: A002
+    """X / (1 + |x|)."""
+    x = _float_input("softsign", input)
+    return x / (x.abs() + 1.0)
+
+
+def _feature_dropout(input: Tensor, p: float, training: bool, batched: bool) -> Tensor:  # noqa: A002
+    """Zero whole channels: one keep draw per (sample, channel), or per channel if unbatched.
+
+    The dims after the sample and channel dims share their channel's draw.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    lead = min(2 if batched else 1, input.dim())
+    mask_shape = input.shape[:lead] + (1,) * (input.dim() - lead)
+    keep = generator().random(mask_shape) >= p
+    return input * tensor(keep / (1.0 - p), dtype=input.dtype, backend=input.backend)
+
+
+def _warn_rank(name: str, input: Tensor, ranks: tuple[int, int]) -> None:  # noqa: A002
+    """PyTorch's deprecation warning for an input of a rank the channel dropout is not for."""
+    if input.dim() not in ranks:
+        warnings.warn(
+            f"{name}: Received a {input.dim()}-D input to {name}, which is deprecated and "
+            "will result in an error in a future release. To retain the behavior and silence "
+            "this warning, please use dropout instead.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def dropout1d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,  # noqa: A002
+) -> Tensor:  # fmt: skip
+    """Zero whole channels of (N, C, L) or (C, L) with probability p; scale the rest."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input "
+            f"of shape {input.shape}"
+        )
+    return _feature_dropout(input, p, training, batched=input.dim() == 3)
+
+
+def dropout2d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,  # noqa: A002
+) -> Tensor:  # fmt: skip
+    """Zero whole channels of (N, C, H, W) with probability p; scale the rest.
+
+    As in PyTorch, a 3-D input is read as (N, C, L) (with a warning), not as (C, H, W).
+    """
+    _warn_rank("dropout2d", input, (3, 4))
+    if input.dim() == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C "
+            "is the channel dim.",
+            UserWarning,
+            stacklevel=2,
+        )
+    return _feature_dropout(input, p, training, batched=True)
+
+
+def dropout3d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,  # noqa: A002
+) -> Tensor:  # fmt: skip
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability p."""
+    _warn_rank("dropout3d", input, (4, 5))
+    return _feature_dropout(input, p, training, batched=input.dim() == 5)

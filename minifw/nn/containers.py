@@ -1,12 +1,14 @@
-"""Containers: Sequential (a chain of modules) and ModuleList (a list of modules)."""
+"""Containers: Sequential, ModuleList, ModuleDict, ParameterList and ParameterDict."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from minifw.nn.module import Module
+from minifw.nn.module import Module, Parameter
+
+Pairs = Iterable[tuple[str, Any]]
 
 
 def _position(index: int, length: int, kind: str) -> int:
@@ -90,3 +92,154 @@ class ModuleList(Module):
         for module in modules:
             self.append(module)
         return self
+
+
+class ModuleDict(Module):
+    """An ordered dict of modules (name -> module) whose parameters the parent module sees."""
+
+    def __init__(
+        self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None
+    ) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._modules
+
+    def keys(self) -> Iterable[str]:
+        """The names, in insertion order."""
+        return self._modules.keys()
+
+    def values(self) -> Iterable[Any]:
+        """The modules, in insertion order."""
+        return self._modules.values()
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        """(name, module) pairs, in insertion order."""
+        return self._modules.items()
+
+    def pop(self, key: str) -> Any:
+        """Remove the module named `key` and return it."""
+        return self._modules.pop(key)
+
+    def clear(self) -> None:
+        """Remove every module."""
+        self._modules.clear()
+
+    def update(self, modules: Mapping[str, Module] | Pairs) -> None:
+        """Add (or replace) modules from a mapping or from (name, module) pairs."""
+        pairs = modules.items() if isinstance(modules, Mapping) else modules
+        for name, module in pairs:
+            self[name] = module
+
+
+def _as_parameter(value: Any) -> Parameter:
+    """A Parameter for `value` (a tensor becomes one; a Parameter stays itself)."""
+    return value if isinstance(value, Parameter) else Parameter(value)
+
+
+class ParameterList(Module):
+    """A list of parameters registered as "0", "1", ... (tensors become Parameters)."""
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        if values is not None:
+            self.extend(values)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        items = list(self._parameters.values())
+        if isinstance(index, slice):
+            return ParameterList(items[index])
+        return items[_position(index, len(items), "ParameterList")]
+
+    def __setitem__(self, index: int, value: Any) -> None:
+        names = list(self._parameters)
+        name = names[_position(index, len(names), "ParameterList")]
+        self._parameters[name] = _as_parameter(value)
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._parameters.values())
+
+    def append(self, value: Any) -> ParameterList:
+        """Add a parameter at the end; returns self."""
+        self.register_parameter(str(len(self)), _as_parameter(value))
+        return self
+
+    def extend(self, values: Iterable[Any]) -> ParameterList:
+        """Append each value; returns self."""
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        """One line per parameter: its shape."""
+        return "\n".join(
+            f"({i}): Parameter containing: [shape {tuple(getattr(p, 'shape', ()))}]"
+            for i, p in enumerate(self)
+        )
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters (name -> Parameter; tensors become Parameters)."""
+
+    def __init__(
+        self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None
+    ) -> None:
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._parameters[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.register_parameter(key, _as_parameter(value))
+
+    def __delitem__(self, key: str) -> None:
+        del self._parameters[key]
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parameters)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._parameters
+
+    def keys(self) -> Iterable[str]:
+        """The names, in insertion order."""
+        return self._parameters.keys()
+
+    def values(self) -> Iterable[Any]:
+        """The parameters, in insertion order."""
+        return self._parameters.values()
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        """(name, parameter) pairs, in insertion order."""
+        return self._parameters.items()
+
+    def update(self, parameters: Mapping[str, Any] | Pairs) -> None:
+        """Add (or replace) parameters from a mapping or from (name, value) pairs."""
+        pairs = parameters.items() if isinstance(parameters, Mapping) else parameters
+        for name, value in pairs:
+            self[name] = value

@@ -137,6 +137,19 @@ class Unfold(Function):
 # END TASK 4.1
 
 
+def _unfold_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None, None]:
+    """The fold of `Unfold.backward`, recorded (create_graph): its gradient unfolds again."""
+    from minifw.tensor.higher_order import LinearBackward
+
+    def again(g: Tensor) -> Tensor:
+        return Unfold.apply(g, ctx.kernel, ctx.stride, ctx.padding, 0.0)
+
+    return LinearBackward.apply(grad, Unfold.backward, ctx, again), None, None, None, None
+
+
+Unfold.backward_graph = staticmethod(_unfold_graph)  # given code, outside the task
+
+
 def unfold(
     input: Tensor,  # noqa: A002 - PyTorch's argument name
     kernel_size: tuple[int, ...],

@@ -13,18 +13,61 @@ import numpy as np
 
 from minifw.core import dtypes
 from minifw.core import operators as ops
-from minifw.nn.activation import (
+from minifw.core.autodiff import no_grad  # NN (issue 17)
+from minifw.nn.activation import (  # NN (issue 17)
     dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    elu,
+    gelu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
     log_softmax,
+    logsigmoid,
     max_along,
+    mish,
     one_hot,
     relu,
+    relu6,
+    selu,
     sigmoid,
+    silu,
     softmax,
+    softplus,
+    softsign,
     tanh,
+)  # fmt: skip
+from minifw.nn.attention import scaled_dot_product_attention
+from minifw.nn.conv import unfold
+from minifw.nn.convolution import conv1d, conv2d
+from minifw.nn.losses import (  # NN (issue 17)
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_similarity,
+    cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    normalize,
+    smooth_l1_loss,
+)  # fmt: skip
+from minifw.nn.padding import pad
+from minifw.nn.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
 )
-from minifw.nn.conv import avg_pool2d, conv1d, conv2d, max_pool2d, unfold
-from minifw.nn.losses import binary_cross_entropy, cross_entropy, mse_loss, nll_loss
+from minifw.nn.resize import interpolate, upsample
 from minifw.tensor.functions import Function, FunctionCtx
 from minifw.tensor.tensor import Tensor, tensor
 
@@ -82,6 +125,19 @@ class _Linear(Function):
             grad_b = grad._new(summed)
         return grad_x, grad_w, grad_b
 
+    @staticmethod
+    def backward_graph(
+        ctx: FunctionCtx, grad: Tensor
+    ) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+        """Grad @ w, grad.T @ x and grad summed over rows, recorded (create_graph)."""
+        x, w = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad
+        return (
+            grad @ w if need_x else None,
+            grad.transpose(0, 1) @ x if need_w else None,
+            grad.sum(0) if need_b else None,
+        )
+
 
 class EmbeddingLookup(Function):
     """Rows of `weight` picked by int64 indices; backward adds each gradient row back."""
@@ -105,6 +161,21 @@ class EmbeddingLookup(Function):
         if ctx.padding_idx is not None:
             total[ctx.padding_idx] = 0.0
         return tensor(total, dtype=grad.dtype, backend=grad.backend), None, None
+
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
+        """The same scatter-add, recorded: its own gradient gathers rows again."""
+        from minifw.tensor.higher_order import LinearBackward
+
+        def again(g: Tensor) -> Tensor:
+            if ctx.padding_idx is not None:  # the scatter zeroed that row
+                keep = np.ones((ctx.rows, 1))
+                keep[ctx.padding_idx] = 0.0
+                g = g * tensor(keep, dtype=g.dtype, backend=g.backend)
+            index = tensor(ctx.index, backend=g.backend)
+            return EmbeddingLookup.apply(g, index, None)
+
+        return LinearBackward.apply(grad, EmbeddingLookup.backward, ctx, again), None, None
 
 
 def checked_padding_idx(padding_idx: int, num_embeddings: int) -> int:
@@ -166,8 +237,111 @@ def layer_norm(
     return out
 
 
+# ---- NN (issue 17): batch and group normalisation ----
+
+
+def _channel_view(t: Tensor, x: Tensor) -> Tensor:
+    """A per-channel (C,) tensor viewed as (1, C, 1, ...) to broadcast over `x` (N, C, ...)."""
+    return t.view(1, -1, *([1] * (x.dim() - 2)))
+
+
+def batch_norm(
+    input: Tensor,  # noqa: A002
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each channel (dim 1) of (N, C, ...) to mean 0, variance 1, then scale, shift.
+
+    Training uses the batch's (biased) statistics and moves the running buffers, when
+    given, `momentum` of the way towards the batch mean and unbiased variance (in place,
+    without gradient); otherwise the running statistics normalise.
+    """
+    if input.dim() < 2:
+        raise ValueError(f"batch_norm: expected an input (N, C, ...), got shape {input.shape}")
+    dims = (0, *range(2, input.dim()))
+    if training:
+        count = input.numel() // input.shape[1]
+        if count <= 1:
+            raise ValueError(
+                "Expected more than 1 value per channel when training, got input size "
+                f"{input.shape}"
+            )
+        mean = input.mean(dims, keepdim=True)
+        centered = input - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        _move_running_stats(running_mean, running_var, mean, var, momentum, count)
+        out = centered / (var + eps).sqrt()
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var are needed in eval")
+        scale = (_channel_view(running_var, input) + eps).sqrt()
+        out = (input - _channel_view(running_mean, input)) / scale
+    if weight is not None:
+        out = out * _channel_view(weight, input)
+    if bias is not None:
+        out = out + _channel_view(bias, input)
+    return out
+
+
+def _move_running_stats(
+    running_mean: Tensor | None, running_var: Tensor | None, mean: Tensor, var: Tensor,
+    momentum: float, count: int,
+) -> None:  # fmt: skip
+    """Move the running statistics towards the batch ones (unbiased variance), in place."""
+    with no_grad():
+        if running_mean is not None:
+            batch_mean = mean.detach().reshape(-1).to(running_mean.dtype)
+            running_mean.copy_(running_mean * (1.0 - momentum) + batch_mean * momentum)
+        if running_var is not None:
+            unbiased = var.detach().reshape(-1).to(running_var.dtype) * (count / (count - 1))
+            running_var.copy_(running_var * (1.0 - momentum) + unbiased * momentum)
+
+
+def group_norm(
+    input: Tensor,  # noqa: A002
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each group of C // num_groups channels of each sample, then scale, shift."""
+    if input.dim() < 2 or input.shape[1] % num_groups:
+        raise RuntimeError(
+            "Expected number of channels in input to be divisible by num_groups, but got "
+            f"input of shape {list(input.shape)} and num_groups={num_groups}"
+        )
+    grouped = input.reshape(input.shape[0], num_groups, -1)
+    centered = grouped - grouped.mean(2, keepdim=True)
+    var = (centered * centered).mean(2, keepdim=True)
+    out = (centered / (var + eps).sqrt()).reshape(*input.shape)
+    if weight is not None:
+        out = out * _channel_view(weight, input)
+    if bias is not None:
+        out = out + _channel_view(bias, input)
+    return out
+
+
 __all__ = [
+    "batch_norm", "group_norm", "binary_cross_entropy_with_logits", "cosine_similarity",
+    "dropout1d", "dropout2d", "dropout3d", "elu", "gelu", "hardsigmoid", "hardswish",
+    "hardtanh", "huber_loss", "kl_div", "l1_loss", "leaky_relu", "logsigmoid", "mish",
+    "normalize", "relu6", "selu", "silu", "smooth_l1_loss", "softplus", "softsign",
+    "scaled_dot_product_attention",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "avg_pool1d", "interpolate", "max_pool1d", "pad", "upsample",
     "avg_pool2d", "binary_cross_entropy", "conv1d", "conv2d", "cross_entropy", "dropout",
     "embedding", "layer_norm", "linear", "log_softmax", "max_along", "max_pool2d", "mse_loss",
     "nll_loss", "one_hot", "relu", "sigmoid", "softmax", "tanh", "unfold",
 ]  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    """A PyTorch name left out on purpose raises NotImplementedError saying why."""
+    from minifw.core import unsupported
+
+    raise unsupported.missing("torch.nn.functional", "minifw.nn.functional", name)

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from minifw.core import operators as ops
-from minifw.nn.activation import log_softmax
+from minifw.nn.activation import log_softmax, logsigmoid
 from minifw.nn.module import Module
 from minifw.tensor.functions import Function, FunctionCtx, Where
 from minifw.tensor.tensor import Tensor, tensor
@@ -109,6 +109,11 @@ class MaskedSum(Function):
         """Grad * mask (the 0-dim grad broadcast over the mask)."""
         return grad._zip(ops.MUL, ctx.mask), None, None
 
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
+        """Grad * mask, recorded (create_graph)."""
+        return grad * ctx.mask, None, None
+
 
 def nll_loss(
     input: Tensor,  # noqa: A002
@@ -170,22 +175,62 @@ def cross_entropy(
     weight: Tensor | None = None,
     ignore_index: int = -100,
     reduction: str = "mean",
+    *,
+    label_smoothing: float = 0.0,
 ) -> Tensor:
     """log_softmax over the class dim followed by nll_loss (numerically stable).
 
     `target` holds class indices, or (a float tensor of input's shape) class probabilities.
+    With `label_smoothing` s, the target becomes (1 - s) one-hot + s / classes.
     """
     _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     cls = 1 if input.dim() > 1 else 0
     logp = log_softmax(input, cls)
+    shape = [1] * input.dim()
+    shape[cls] = input.shape[cls]
     if target.dtype.is_floating_point and target.shape == input.shape:
-        shape = [1] * input.dim()
-        shape[cls] = input.shape[cls]
-        terms = logp * target.to(logp.dtype)
+        probs = target.to(logp.dtype)
+        if label_smoothing:
+            probs = probs * (1.0 - label_smoothing) + label_smoothing / input.shape[cls]
+        terms = logp * probs
         if weight is not None:
             terms = terms * weight.to(logp.dtype).view(*shape)
         return _reduce(-terms.sum(cls), reduction)
-    return nll_loss(logp, target, weight, ignore_index, reduction)
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if not label_smoothing:
+        return nll
+    smooth = _smoothing_term(logp, target, weight, ignore_index, reduction, shape)
+    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / input.shape[cls])
+
+
+def _smoothing_term(
+    logp: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    ignore_index: int,
+    reduction: str,
+    shape: list[int],
+) -> Tensor:
+    """-(sum over classes of weight * logp), 0 at ignored targets, reduced as nll_loss is.
+
+    "mean" divides by the total weight of the targets not ignored, as PyTorch does.
+    """
+    cls = 1 if logp.dim() > 1 else 0
+    terms = logp if weight is None else logp * weight.to(logp.dtype).view(*shape)
+    values = target.detach().cpu().numpy()
+    kept = values != ignore_index
+    per_target = -terms.sum(cls) * tensor(kept, dtype=logp.dtype, backend=logp.backend)
+    if reduction != "mean":
+        return _reduce(per_target, reduction)
+    if weight is None:
+        total = float(np.count_nonzero(kept))
+    else:
+        total = float(weight.detach().cpu().numpy()[values[kept].astype(np.int64)].sum())
+    if not total:  # every target ignored: nan, with zero gradients, as PyTorch
+        return per_target.sum() * 0.0 + float("nan")
+    return per_target.sum() / total
 
 
 class BinaryCrossEntropy(Function):
@@ -212,6 +257,22 @@ class BinaryCrossEntropy(Function):
         if need_t:
             floor = x._scalar_like(-100.0)
             grad_t = grad * ((1.0 - x).log()._zip(ops.MAX, floor) - x.log()._zip(ops.MAX, floor))
+        return grad_x, grad_t
+
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        """The same gradients, recorded (create_graph); the clamps pick with `where`."""
+        x, t = ctx.saved_tensors
+        need_x, need_t = ctx.needs_input_grad
+
+        def at_least(value: Tensor, floor: float) -> Tensor:
+            bound = value._scalar_like(floor)
+            return Where.apply(value.detach()._zip(ops.GE, bound), value, bound)
+
+        grad_x = grad * (x - t) / at_least(x * (1.0 - x), 1e-12) if need_x else None
+        grad_t = None
+        if need_t:
+            grad_t = grad * (at_least((1.0 - x).log(), -100.0) - at_least(x.log(), -100.0))
         return grad_x, grad_t
 
 
@@ -249,17 +310,186 @@ def binary_cross_entropy(
     return _reduce(loss, reduction)
 
 
-__all__ = ["binary_cross_entropy", "cross_entropy", "mse_loss", "nll_loss"]
+def _paired(name: str, input: Tensor, target: Tensor) -> None:  # noqa: A002
+    """PyTorch's ValueError when `target`'s shape differs from `input`'s."""
+    if target.shape != input.shape:
+        raise ValueError(
+            f"{name}: Target size ({target.shape}) must be the same as input size ({input.shape})"
+        )
+
+
+def _broadcast_warning(input: Tensor, target: Tensor) -> None:  # noqa: A002
+    """PyTorch's UserWarning when a pointwise loss broadcasts input against target."""
+    if input.shape != target.shape:
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to "
+            "broadcasting. Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    """|input - target|, reduced."""
+    _check_reduction(reduction)
+    _broadcast_warning(input, target)
+    return _reduce((input - target).abs(), reduction)
+
+
+def smooth_l1_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0,  # noqa: A002
+) -> Tensor:  # fmt: skip
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target), reduced."""
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError(f"smooth_l1_loss does not support negative values for beta ({beta})")
+    _broadcast_warning(input, target)
+    diff = input - target
+    if beta == 0.0:
+        return _reduce(diff.abs(), reduction)
+    size = diff.abs()
+    quadratic = diff * diff * (0.5 / beta)
+    return _reduce(Where.apply(size < beta, quadratic, size - 0.5 * beta), reduction)
+
+
+def huber_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,  # noqa: A002
+) -> Tensor:  # fmt: skip
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target), reduced."""
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError(f"huber_loss does not support non-positive values for delta ({delta})")
+    _broadcast_warning(input, target)
+    diff = input - target
+    size = diff.abs()
+    linear = (size - 0.5 * delta) * delta
+    return _reduce(Where.apply(size < delta, diff * diff * 0.5, linear), reduction)
+
+
+def kl_div(
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    reduction: str = "mean",
+    log_target: bool = False,
+) -> Tensor:
+    """KL(target || exp(input)) cell by cell: target (log target - input), reduced.
+
+    `input` holds log-probabilities; `target` probabilities (or log-probabilities with
+    `log_target`). "batchmean" divides the sum by the batch size (input.shape[0]), which is
+    the true KL divergence; "mean" divides by the number of cells, as PyTorch does.
+    """
+    if reduction not in (*REDUCTIONS, "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        terms = target.exp() * (target - input)
+    else:
+        zero = target == 0.0
+        safe = Where.apply(zero, target._scalar_like(1.0), target)
+        entropy = Where.apply(zero, target._scalar_like(0.0), target * safe.log())
+        terms = entropy - target * input
+    if reduction == "batchmean":
+        return terms.sum() / (input.shape[0] if input.dim() else 1)
+    return _reduce(terms, reduction)
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """Binary cross entropy of sigmoid(input) against `target`, computed from the logits.
+
+    (1 - t) x + (1 + (pos_weight - 1) t) log(1 + e^-x), with log(1 + e^-x) evaluated
+    stably, so logits of +-1000 give finite losses and gradients. `pos_weight`
+    (broadcast along the last dim) weighs the positive term; `weight` each cell.
+    """
+    _check_reduction(reduction)
+    _paired("binary_cross_entropy_with_logits", input, target)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            f"binary_cross_entropy_with_logits: expected a float input, got {input.dtype}"
+        )
+    t = target.to(input.dtype)
+    softplus_neg = logsigmoid(input)
+    if pos_weight is None:
+        loss = (1.0 - t) * input - softplus_neg
+    else:
+        log_weight = (pos_weight.to(input.dtype) - 1.0) * t + 1.0
+        loss = (1.0 - t) * input - log_weight * softplus_neg
+    if weight is not None:
+        loss = loss * weight.to(input.dtype)
+    return _reduce(loss, reduction)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 x2) / (max(||x1||, eps) max(||x2||, eps)) along `dim` (the inputs broadcast)."""
+    shape = tuple(np.broadcast_shapes(x1.shape, x2.shape))
+    a, b = x1._floating().expand(*shape), x2._floating().expand(*shape)
+    norm_a = safe_norm(a, dim, keepdim=False)
+    norm_b = safe_norm(b, dim, keepdim=False)
+    floor = a._scalar_like(eps)
+    denom_a = Where.apply(norm_a > eps, norm_a, floor)
+    denom_b = Where.apply(norm_b > eps, norm_b, floor)
+    return (a / denom_a.unsqueeze(dim) * (b / denom_b.unsqueeze(dim))).sum(dim)
+
+
+def safe_norm(x: Tensor, dim: int, keepdim: bool = True, p: float = 2.0) -> Tensor:
+    """The p-norm of `x` along `dim`; an all-zero slice has norm 0 and gradient 0 (not nan)."""
+    if p == 2.0:
+        powered = (x * x).sum(dim, keepdim=keepdim)
+    else:
+        powered = (x.abs() ** p).sum(dim, keepdim=keepdim)
+    empty = powered == 0.0
+    safe = Where.apply(empty, powered._scalar_like(1.0), powered)
+    root = safe.sqrt() if p == 2.0 else safe ** (1.0 / p)
+    return Where.apply(empty, powered._scalar_like(0.0), root)  # type: ignore[no-any-return]
+
+
+def normalize(
+    input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  # noqa: A002
+) -> Tensor:  # fmt: skip
+    """Unit vectors along `dim`: input / max(||input||_p, eps) (zero slices stay zero)."""
+    x = input._floating()
+    norm = safe_norm(x, dim, keepdim=True, p=p)
+    return x / Where.apply(norm > eps, norm, norm._scalar_like(eps))
+
+
+__all__ = [
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity",
+    "cross_entropy", "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss", "normalize",
+    "smooth_l1_loss",
+]  # fmt: skip
 
 
 # ---- The same losses as Modules ------------------------------------------------------------
 
 
+def _legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    """`reduction` from PyTorch's deprecated size_average / reduce flags, when either is set."""
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn(
+        "size_average and reduce args will be deprecated, please use reduction instead.",
+        UserWarning,
+        stacklevel=3,
+    )
+    if reduce is False:
+        return "none"
+    return "sum" if size_average is False else "mean"
+
+
 class _Loss(Module):
     """A loss with a `reduction` ("mean", "sum" or "none")."""
 
-    def __init__(self, reduction: str = "mean") -> None:
+    def __init__(
+        self, size_average: bool | None = None, reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:  # fmt: skip
         super().__init__()
+        reduction = _legacy_reduction(size_average, reduce, reduction)
         if reduction not in REDUCTIONS:
             raise ValueError(f"{reduction} is not a valid value for reduction (mean, sum or none)")
         self.reduction = reduction
@@ -273,11 +503,67 @@ class MSELoss(_Loss):
         return mse_loss(input, target, self.reduction)
 
 
+class L1Loss(_Loss):
+    """Mean absolute error: mean(|input - target|)."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        """The loss."""
+        return l1_loss(input, target, self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Squared error below `beta`, absolute error (shifted) above it."""
+
+    def __init__(
+        self, size_average: bool | None = None, reduce: bool | None = None,
+        reduction: str = "mean", beta: float = 1.0,
+    ) -> None:  # fmt: skip
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        """The loss."""
+        return smooth_l1_loss(input, target, self.reduction, self.beta)
+
+
+class HuberLoss(_Loss):
+    """Squared error below `delta`, delta times the absolute error (shifted) above it."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        """The loss."""
+        return huber_loss(input, target, self.reduction, self.delta)
+
+
+class KLDivLoss(Module):
+    """KL divergence of log-probabilities `input` from `target` (see `kl_div`)."""
+
+    def __init__(
+        self, size_average: bool | None = None, reduce: bool | None = None,
+        reduction: str = "mean", log_target: bool = False,
+    ) -> None:  # fmt: skip
+        super().__init__()
+        self.reduction = _legacy_reduction(size_average, reduce, reduction)
+        if self.reduction not in (*REDUCTIONS, "batchmean"):
+            raise ValueError(f"{self.reduction} is not a valid value for reduction")
+        self.log_target = log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        """The loss."""
+        return kl_div(input, target, self.reduction, self.log_target)
+
+
 class BCELoss(_Loss):
     """Binary cross entropy of probabilities against 0/1 (or soft) targets."""
 
-    def __init__(self, weight: Tensor | None = None, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(
+        self, weight: Tensor | None = None, size_average: bool | None = None,
+        reduce: bool | None = None, reduction: str = "mean",
+    ) -> None:  # fmt: skip
+        super().__init__(size_average, reduce, reduction)
         self.weight = weight
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
@@ -285,13 +571,34 @@ class BCELoss(_Loss):
         return binary_cross_entropy(input, target, self.weight, self.reduction)
 
 
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross entropy on logits (a sigmoid folded in, stably).
+
+    `pos_weight` weighs the positive term of each class.
+    """
+
+    def __init__(
+        self, weight: Tensor | None = None, size_average: bool | None = None,
+        reduce: bool | None = None, reduction: str = "mean", pos_weight: Tensor | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(size_average, reduce, reduction)
+        self.weight, self.pos_weight = weight, pos_weight
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        """The loss."""
+        return binary_cross_entropy_with_logits(
+            input, target, self.weight, self.reduction, self.pos_weight
+        )
+
+
 class NLLLoss(_Loss):
     """Negative log-likelihood of log-probabilities (N, C) at class-index targets (N,)."""
 
     def __init__(
-        self, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean"
-    ) -> None:
-        super().__init__(reduction)
+        self, weight: Tensor | None = None, size_average: bool | None = None,
+        ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean",
+    ) -> None:  # fmt: skip
+        super().__init__(size_average, reduce, reduction)
         self.weight, self.ignore_index = weight, ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
@@ -300,8 +607,23 @@ class NLLLoss(_Loss):
 
 
 class CrossEntropyLoss(NLLLoss):
-    """log_softmax + NLLLoss on raw scores (logits) (N, C) and class-index targets (N,)."""
+    """log_softmax + NLLLoss on raw scores (logits) (N, C) and class-index targets (N,).
+
+    Targets may also be class probabilities of the input's shape; `label_smoothing`
+    mixes the targets with the uniform distribution.
+    """
+
+    def __init__(
+        self, weight: Tensor | None = None, size_average: bool | None = None,
+        ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ) -> None:  # fmt: skip
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
+        self.label_smoothing = label_smoothing
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         """The loss."""
-        return cross_entropy(input, target, self.weight, self.ignore_index, self.reduction)
+        return cross_entropy(
+            input, target, self.weight, self.ignore_index, self.reduction,
+            label_smoothing=self.label_smoothing,
+        )  # fmt: skip

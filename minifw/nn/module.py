@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from minifw.core.autodiff import no_grad
+from minifw.core.device import as_device, is_device_like
 
 _handle_ids = itertools.count()
 
@@ -117,7 +118,8 @@ class IncompatibleKeys(NamedTuple):
 
 
 def _is_device(arg: Any) -> bool:
-    return isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda")
+    """True for a device string ("cpu", "cuda:0") or an `mf.device`."""
+    return is_device_like(arg)
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:
@@ -546,8 +548,10 @@ class Module:
         """Move parameters and buffers to the CPU."""
         return self.to("cpu")
 
-    def cuda(self) -> Module:
-        """Move parameters and buffers to the GPU."""
+    def cuda(self, device: Any = None) -> Module:
+        """Move parameters and buffers to the GPU (`device`: an optional GPU index)."""
+        if device is not None and as_device(device).type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device (got {device})")
         return self.to("cuda")
 
     def apply(self, fn: Callable[[Module], Any]) -> Module:

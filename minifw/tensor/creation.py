@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +17,7 @@ from minifw.tensor.tensor import Tensor, backend_for, tensor
 
 
 def _make(
-    values: np.ndarray, requires_grad: bool, dtype: Any, device: str | None, backend: Any
+    values: np.ndarray, requires_grad: bool, dtype: Any, device: Any, backend: Any
 ) -> Tensor:
     kind = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     chosen = backend_for(device, backend)
@@ -25,10 +27,12 @@ def _make(
 
 def full(
     shape: Any, fill_value: float, *, requires_grad: bool = False, dtype: Any = None,
-    device: str | None = None, backend: Any = None,
+    device: Any = None, backend: Any = None,
 ) -> Tensor:  # fmt: skip
-    """A tensor of `shape` filled with `fill_value` (int64 for an int value, like PyTorch)."""
-    if dtype is None and isinstance(fill_value, int) and not isinstance(fill_value, bool):
+    """A tensor of `shape` filled with `fill_value` (an int gives int64, a bool bool)."""
+    if dtype is None and isinstance(fill_value, bool | np.bool_):
+        dtype = dtypes.bool
+    elif dtype is None and isinstance(fill_value, int):
         dtype = dtypes.int64
     size = as_shape(shape if isinstance(shape, list | tuple) else (shape,))
     return _make(np.full(size, fill_value), requires_grad, dtype, device, backend)
@@ -127,24 +131,113 @@ def _no_more(options: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def arange(start: float, end: float | None = None, step: float = 1, **options: Any) -> Tensor:
-    """Values from start (0 if only one number is given) up to end, by step."""
+def arange(start: Any, end: Any = None, step: Any = 1, **options: Any) -> Tensor:
+    """Values from start (0 if only one number is given) up to end (excluded), by step.
+
+    int64 when every bound is an int, else the default float dtype (or `dtype=`).
+    """
     if end is None:
         start, end = 0, start
-    values = np.arange(start, end, step)
-    if options.get("dtype") is None and values.dtype.kind in "iu":
+    bounds = [_number(v, "arange") for v in (start, end, step)]
+    start, end, step = bounds
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not all(math.isfinite(v) for v in bounds):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if (end - start) * step < 0:
+        raise RuntimeError(
+            f"upper bound and lower bound inconsistent with step sign (start {start}, end "
+            f"{end}, step {step})"
+        )
+    if options.get("dtype") is None and all(isinstance(v, int) for v in bounds):
         options["dtype"] = dtypes.int64
+    count = builtins.max(0, math.ceil((end - start) / step))
+    values = start + np.arange(count, dtype=np.float64 if count else np.int64) * step
     return _make(values, **_options(options))
 
 
-def linspace(start: float, end: float, steps: int, **options: Any) -> Tensor:
+def _number(value: Any, name: str) -> int | float:
+    """A Python number from a number or a one-element tensor."""
+    if getattr(value, "_is_minifw_tensor", False):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        raise TypeError(f"{name}(): expected a number, got {type(value).__name__}")
+    return value.item() if isinstance(value, np.number) else value  # type: ignore[return-value]
+
+
+def linspace(start: Any, end: Any, steps: int, **options: Any) -> Tensor:
     """`steps` values evenly spaced from start to end inclusive."""
-    return _make(np.linspace(start, end, int(steps)), **_options(options))
+    count = _steps(steps, "linspace")
+    values = np.linspace(_number(start, "linspace"), _number(end, "linspace"), count)
+    return _make(values, **_options(options))
+
+
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, **options: Any) -> Tensor:
+    """`steps` powers of `base`, with exponents evenly spaced from start to end inclusive."""
+    exponents = np.linspace(
+        _number(start, "logspace"), _number(end, "logspace"), _steps(steps, "logspace")
+    )
+    return _make(np.power(float(base), exponents), **_options(options))
+
+
+def _steps(steps: Any, name: str) -> int:
+    if isinstance(steps, bool) or not hasattr(steps, "__index__"):
+        raise TypeError(f"{name}(): argument 'steps' must be int, not {type(steps).__name__}")
+    if steps.__index__() < 0:
+        raise RuntimeError(f"number of steps must be non-negative (got {steps})")
+    return steps.__index__()  # type: ignore[no-any-return]
 
 
 def eye(n: int, m: int | None = None, **options: Any) -> Tensor:
-    """The identity matrix (n x m)."""
+    """The identity matrix (n x m, square when m is None)."""
+    for name, value in (("n", n), ("m", m)):
+        if value is not None and value < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
     return _make(np.eye(n, m), **_options(options))
+
+
+def empty_like(t: Tensor, **options: Any) -> Tensor:
+    """A tensor with t's shape, dtype and device (its values unset: zeros here)."""
+    return zeros_like(t, **options)
+
+
+def rand_like(t: Tensor, **options: Any) -> Tensor:
+    """Uniform samples in [0, 1) with t's shape, dtype and device."""
+    return rand(t.shape, **_like(t, options))
+
+
+def randn_like(t: Tensor, **options: Any) -> Tensor:
+    """Standard normal samples with t's shape, dtype and device."""
+    return randn(t.shape, **_like(t, options))
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """`data` as a tensor: a tensor itself when it already has that dtype and device."""
+    if isinstance(data, Tensor):
+        return data.to(*(a for a in (device, dtype) if a is not None))
+    return tensor(data, dtype=dtype, device=device)
+
+
+def clone(t: Tensor) -> Tensor:
+    """A copy with its own storage (gradients flow back to t)."""
+    return t.clone()
+
+
+def numel(t: Tensor) -> int:
+    """The number of cells of t."""
+    return t.numel()
+
+
+def tril_indices(row: int, col: int, offset: int = 0, **options: Any) -> Tensor:
+    """The (row, col) indices of the lower triangle of a row x col matrix, as 2 x N int64."""
+    options.setdefault("dtype", dtypes.int64)
+    return _make(np.stack(np.tril_indices(row, offset, col)), **_options(options))
+
+
+def triu_indices(row: int, col: int, offset: int = 0, **options: Any) -> Tensor:
+    """The (row, col) indices of the upper triangle of a row x col matrix, as 2 x N int64."""
+    options.setdefault("dtype", dtypes.int64)
+    return _make(np.stack(np.triu_indices(row, offset, col)), **_options(options))
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -207,13 +300,24 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return cat([t.unsqueeze(d) for t in items], d)
 
 
-def where(condition: Tensor, input: Any, other: Any) -> Tensor:  # noqa: A002 - PyTorch's name
-    """`input` where condition is nonzero, else `other` (all broadcast together).
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:  # noqa: A002
+    """`input` where the bool `condition` is True, else `other` (all broadcast together).
 
-    `condition` is usually a comparison result (0./1. in minifw); any nonzero counts.
+    `input` and `other` may be tensors or Python numbers; the result dtype follows
+    PyTorch's promotion, and gradients flow to both. With `condition` alone, the tuple of
+    index tensors of its nonzero cells (`nonzero(as_tuple=True)`), as PyTorch's.
     """
+    if input is None and other is None:
+        from minifw.tensor.sorting import where_nonzero
+
+        return where_nonzero(condition)
     if not isinstance(condition, Tensor):
         raise TypeError(f"where(): condition must be a Tensor, got {type(condition).__name__}")
+    if condition.dtype is not dtypes.bool:
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{condition.dtype} (shape {condition.shape}); compare it, e.g. cond != 0"
+        )
     if isinstance(input, Tensor):
         a = condition._operand(input)
     elif isinstance(other, Tensor):
@@ -221,7 +325,7 @@ def where(condition: Tensor, input: Any, other: Any) -> Tensor:  # noqa: A002 - 
     else:
         a = tensor(input, backend=condition.backend)
     b = a._operand(other)
-    dtype = dtypes.promote(a.dtype, b.dtype)
+    dtype = dtypes.result_type(a.dtype, not a.shape, b.dtype, not b.shape)
     return Where.apply(condition.detach(), a.to(dtype), b.to(dtype))
 
 
@@ -230,23 +334,27 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     return a @ b
 
 
-def sum(t: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """Sum over dims."""
-    return t.sum(dim, keepdim)
+def sum(t: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
+    """Sum over dims (of `t` converted to `dtype` first, if given)."""
+    return (t if dtype is None else t.to(dtype)).sum(dim, keepdim)
 
 
-def mean(t: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    """Mean over dims."""
-    return t.mean(dim, keepdim)
+def mean(t: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Mean over dims (of `t` converted to `dtype` first, if given)."""
+    return (t if dtype is None else t.to(dtype)).mean(dim, keepdim)
 
 
-def max(t: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A001
-    """Max (with dim: values and indices)."""
+def max(t: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """Max (with dim: values and indices); `max(a, b)` of two tensors is `maximum(a, b)`."""
+    if isinstance(dim, Tensor):
+        return t.maximum(dim)
     return t.max(dim, keepdim)
 
 
-def min(t: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A001
-    """Min (with dim: values and indices)."""
+def min(t: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """Min (with dim: values and indices); `min(a, b)` of two tensors is `minimum(a, b)`."""
+    if isinstance(dim, Tensor):
+        return t.minimum(dim)
     return t.min(dim, keepdim)
 
 

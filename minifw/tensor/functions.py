@@ -82,9 +82,16 @@ class Function:
     its own launches, the incoming gradient, or views of that gradient, of the inputs
     or of saved tensors, and keeps no reference to them: a leaf may then keep a fresh
     gradient as its `.grad` uncopied (see `tensor_autograd.owned_gradients`).
+
+    `backward_graph(ctx, grad)`, when a Function has one, is its backward written so
+    that it can be differentiated again: the engine calls it instead of `backward` under
+    `create_graph=True`, with grad mode on (`ctx.graph_inputs` then holds the inputs).
+    minifw's own Functions without one refuse `create_graph`; a user's Function (defined
+    outside minifw) has its `backward` run with grad mode on, as in PyTorch.
     """
 
     fresh_grads: bool = False
+    backward_graph: Any = None
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any) -> Any:
@@ -226,6 +233,14 @@ class Elementwise(Function):
 
     # END TASK 2.4
 
+    @classmethod
+    def backward_graph(cls, ctx: FunctionCtx, grad: Tensor) -> Tensor:
+        """The same grad * f'(a), recorded as a node that can be differentiated again."""
+        from minifw.tensor.higher_order import ElementwiseBackward
+
+        (a,) = ctx.saved_tensors
+        return ElementwiseBackward.apply(a, grad, cls)
+
 
 def _elementwise_function(row: ops.OpRow) -> type[Elementwise]:
     """The Elementwise Function of one differentiable unary row, named `row.title`."""
@@ -271,6 +286,11 @@ class Neg(Function):
 
     # END TASK 2.4
 
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+        """-grad, recorded."""
+        return -grad
+
 
 class Add(Function):
     """a + b (broadcasting)."""
@@ -293,6 +313,8 @@ class Add(Function):
 
     # END TASK 2.4
 
+    backward_graph = backward  # already made of differentiable steps
+
 
 class Sub(Function):
     """a - b (broadcasting)."""
@@ -314,6 +336,11 @@ class Sub(Function):
         return grad, grad._map(ops.NEG)
 
     # END TASK 2.4
+
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, Tensor]:
+        """(grad, -grad), recorded."""
+        return grad, -grad
 
 
 class Mul(Function):
@@ -343,6 +370,12 @@ class Mul(Function):
 
     # END TASK 2.4
 
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        """(grad * b, grad * a), recorded."""
+        a, b = ctx.saved_tensors
+        return (grad * b if b is not None else None, grad * a if a is not None else None)
+
 
 class Div(Function):
     """a / b (broadcasting)."""
@@ -369,6 +402,13 @@ class Div(Function):
         return grad_a, grad_b
 
     # END TASK 2.4
+
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        """(grad / b, -grad * a / b^2), recorded."""
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        return (grad / b if need_a else None, -(grad * a) / (b * b) if need_b else None)
 
 
 class Pow(Function):
@@ -400,6 +440,42 @@ class Pow(Function):
         return grad * (a ** (p - 1) * p), None
 
     # END TASK 2.4
+
+    backward_graph = backward  # already made of differentiable steps
+
+
+class PowTensor(Function):
+    """a ** b for two tensors (broadcasting), with a gradient for each side."""
+
+    node_name = "Pow"
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
+        """One zip of POW; save both operands."""
+        ctx.save_for_backward(a, b)
+        return a._zip(ops.POW, b)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        """Grad * b * a^(b - 1) (0 where b is 0) and grad * a^b * log(a) (0 where a is 0 <= b).
+
+        PyTorch's values at the edges: a zero base with a non-negative exponent has no
+        exponent gradient, a zero exponent gives no base gradient.
+        """
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        zero = grad._scalar_like(0)
+        grad_a = grad_b = None
+        if need_a:
+            exponent_zero = b.detach()._zip(ops.EQ, zero)
+            grad_a = Where.apply(exponent_zero, zero, grad * (b * a ** (b - 1)))
+        if need_b:
+            base, exponent = a.detach(), b.detach()
+            flat = base._zip(ops.EQ, zero)._zip(ops.MUL, exponent._zip(ops.GE, zero))
+            grad_b = Where.apply(flat, zero, grad * (a**b * a.log()))
+        return grad_a, grad_b
+
+    backward_graph = backward  # made of differentiable steps (the masks are constant)
 
 
 class MatMul(Function):
@@ -445,6 +521,8 @@ class MatMul(Function):
 
     # END TASK 2.4
 
+    backward_graph = backward  # already made of differentiable steps
+
 
 # ---- Views and copies ----------------------------------------------------------------------
 
@@ -475,6 +553,8 @@ class View(Function):
         """Grad reshaped back."""
         return grad.reshape(ctx.shape), None
 
+    backward_graph = backward  # already made of differentiable steps
+
 
 class Permute(Function):
     """Dims reordered (no copy)."""
@@ -496,6 +576,8 @@ class Permute(Function):
 
     # END TASK 2.4
 
+    backward_graph = backward  # already made of differentiable steps
+
 
 class Expand(Function):
     """Size-1 dims repeated by stride 0 (no copy)."""
@@ -509,6 +591,8 @@ class Expand(Function):
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
         """grad, summed back to the input's shape by `chain_rule`."""
         return grad, None
+
+    backward_graph = backward  # already made of differentiable steps
 
 
 class Index(Function):
@@ -527,6 +611,16 @@ class Index(Function):
         out.backend.copy_into(index_view(out._data, ctx.key), grad._data)
         return out, None
 
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+        """The same scatter into zeros, recorded; its own gradient is grad[key] again."""
+        from minifw.tensor.higher_order import LinearBackward
+
+        def again(g: Tensor) -> Tensor:
+            return Index.apply(g, ctx.key)
+
+        return LinearBackward.apply(grad, Index.backward, ctx, again), None
+
 
 class Copy(Function):
     """A contiguous copy."""
@@ -540,6 +634,8 @@ class Copy(Function):
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
         """Grad unchanged."""
         return grad
+
+    backward_graph = backward  # already made of differentiable steps
 
 
 class Cast(Function):
@@ -555,6 +651,11 @@ class Cast(Function):
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
         """Grad converted back."""
         return grad._convert(ctx.dtype, ctx.backend), None, None
+
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
+        """Grad converted back, recorded."""
+        return Cast.apply(grad, ctx.dtype, ctx.backend), None, None
 
 
 class Cat(Function):
@@ -585,6 +686,17 @@ class Cat(Function):
             start += size
         return tuple(grads)
 
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Any, ...]:
+        """Each input's slice of grad, as recorded indexing."""
+        grads: list[Any] = [None]
+        start = 0
+        for size in ctx.sizes:
+            key = (slice(None),) * ctx.dim + (slice(start, start + size),)
+            grads.append(Index.apply(grad, key))
+            start += size
+        return tuple(grads)
+
 
 class Where(Function):
     """a where cond != 0 else b (broadcasting)."""
@@ -605,6 +717,13 @@ class Where(Function):
         return None, grad._select_where(mask, zero), zero._select_where(mask, grad)
 
     # END TASK 2.4
+
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[None, Tensor, Tensor]:
+        """The same split of grad, as recorded `where`s."""
+        (mask,) = ctx.saved_tensors
+        zero = grad._scalar_like(0)
+        return None, Where.apply(mask, grad, zero), Where.apply(mask, zero, grad)
 
 
 # ---- Reductions ----------------------------------------------------------------------------
@@ -646,6 +765,8 @@ class Sum(Function):
 
     # END TASK 2.4
 
+    backward_graph = backward  # already made of differentiable steps
+
 
 class MaxAlong(Function):
     """The values of `a` at `indices` along `dim` (the max), with PyTorch's keepdim."""
@@ -676,6 +797,8 @@ class MaxAlong(Function):
 
     # END TASK 2.4
 
+    backward_graph = backward  # already made of differentiable steps (the one-hot is constant)
+
 
 class MaxAll(Function):
     """The largest value of `a` (0-dim); ties share the gradient evenly, as in PyTorch."""
@@ -697,3 +820,5 @@ class MaxAll(Function):
         if a.dtype.is_floating_point:  # a nan max: a holds nans, and only they count
             mask = mask._zip(ops.ADD, a._zip(ops.NE, a))
         return mask * (grad / mask.sum())
+
+    backward_graph = backward  # already made of differentiable steps (the mask is constant)

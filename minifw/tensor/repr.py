@@ -24,8 +24,12 @@ class CellFormatter:
 
     def __init__(self, values: np.ndarray) -> None:
         self.floating = values.dtype.kind == "f"
+        self.boolean = values.dtype.kind == "b"
         self.int_mode, self.sci_mode, self.width = True, False, 1
         flat = values.reshape(-1)
+        if self.boolean:  # PyTorch: `tensor([ True, False])`, right-aligned
+            self.width = 5 if not flat.all() else 4
+            return
         if not self.floating:
             self.width = max((len(str(int(v))) for v in flat), default=1)
             return
@@ -49,7 +53,9 @@ class CellFormatter:
 
     def format(self, value: Any) -> str:
         """One cell, right-aligned to the common width."""
-        if not self.floating:
+        if self.boolean:
+            text = str(bool(value))
+        elif not self.floating:
             text = str(int(value))
         else:
             text = self._text(float(value))

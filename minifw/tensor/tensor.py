@@ -10,24 +10,27 @@ Functions (forward beside backward) and the kernels live in the backends.
 from __future__ import annotations
 
 import builtins
-import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from minifw.backends import default_backend, get_backend
-from minifw.core import dtypes, hooks
+from minifw.core import dtypes, hooks, unsupported
 from minifw.core import operators as ops
 from minifw.core.autodiff import History, backpropagate, is_grad_enabled, no_grad
+from minifw.core.device import DEVICES, Device, as_device, device_type, is_device_like
 from minifw.core.hooks import anyone_listening
 from minifw.core.tensor_data import (
+    Size,
     TensorData,
+    as_size,
     index_view,
     normalize_dim,
     normalize_key,
     numel_of,
 )
+from minifw.tensor import indexing, logic, math_ops, shaping
 from minifw.tensor.autograd import (
     _NOT_LEAF,
     AccumulateGrad,
@@ -56,14 +59,28 @@ from minifw.tensor.functions import (
     Sub,
     Sum,
     View,
-    Where,
     elementwise,
     is_tensor,
 )
+from minifw.tensor.higher_order import backward as run_backward_api
+from minifw.tensor.higher_order import number_power, tensor_power
 from minifw.tensor.repr import add_suffixes, format_values
 from minifw.tensor_ops import TensorBackend, unsafe_overlap
 
 Number = int | float
+_BOOL = dtypes.bool
+# `t.shape` as an mf.Size, made once per shape: `.shape` is read on hot paths.
+_SIZES: dict[tuple[int, ...], Size] = {}
+
+
+def _new_size(shape: tuple[int, ...]) -> Size:
+    """The Size of `shape`, remembered for the next `.shape` read (SHAPE, issue 17)."""
+    if len(_SIZES) > 4096:
+        _SIZES.clear()
+    size = _SIZES[shape] = as_size(shape)
+    return size
+
+
 _IGNORED_TO_OPTIONS = ("non_blocking", "copy", "memory_format")
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_ERROR = (
@@ -79,9 +96,9 @@ VIEW_ERROR = (
 class Tensor:
     """An n-dimensional array on a backend, recording operations for autograd.
 
-    Differences from PyTorch, on purpose: comparisons return 0./1. tensors of the
-    operands' float dtype (PyTorch returns bool), the default float dtype is
-    float64, and a second backward through a freed graph always raises.
+    Differences from PyTorch, on purpose: the default float dtype is float64, there
+    is no int32 (`.int()` gives int64), and a second backward through a freed graph
+    always raises.
     """
 
     __slots__ = (
@@ -104,8 +121,11 @@ class Tensor:
     _leaf_node: AccumulateGrad | None
 
     def __init__(
-        self, data: TensorData, backend: TensorBackend, requires_grad: bool = False
+        self, data: Any = None, backend: Any = None, *sizes: int, requires_grad: bool = False
     ) -> None:
+        if data.__class__ is not TensorData:  # PyTorch's legacy mf.Tensor([1., 2.]) / (2, 3)
+            given = (data, backend, *sizes) if sizes else (data, backend)
+            data, backend = logic.legacy_data(tuple(x for x in given if x is not None))
         self._data = data
         self.backend = backend
         storage_dtype = data.base.dtype
@@ -124,14 +144,15 @@ class Tensor:
 
     # Metadata
     @property
-    def shape(self) -> tuple[int, ...]:
-        """The size of every dim."""
-        return self._data.shape
+    def shape(self) -> Size:
+        """The size of every dim, as an `mf.Size` (a tuple)."""
+        shape = self._data.shape
+        return _SIZES.get(shape) or _new_size(shape)
 
     def size(self, dim: int | None = None) -> Any:
-        """The shape, or the size of one dim."""
+        """The shape (an `mf.Size`), or the size of one dim."""
         if dim is None:
-            return self._data.shape
+            return self.shape
         return self._data.shape[normalize_dim(dim, self.dim())]
 
     def dim(self) -> int:
@@ -158,14 +179,14 @@ class Tensor:
         return self._data.is_contiguous()
 
     @property
-    def device(self) -> str:
-        """The device the storage lives on: "cpu" or "cuda"."""
-        return self.backend.device
+    def device(self) -> Device:
+        """Where the storage lives: `device(type='cpu')` or `device(type='cuda', index=0)`."""
+        return DEVICES[self.backend.device]
 
     @property
     def is_cuda(self) -> bool:
         """True for a tensor on the GPU."""
-        return self.device == "cuda"
+        return self.backend.device == "cuda"
 
     @property
     def _version(self) -> int:
@@ -287,12 +308,23 @@ class Tensor:
     def data(self, value: Tensor) -> None:
         self._data = value._data
 
-    def backward(self, gradient: Any = None, retain_graph: bool = False) -> None:
+    def backward(
+        self,
+        gradient: Any = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> None:
         """Accumulate into `.grad` of every leaf the gradient of this tensor.
 
         Without `gradient` only a one-element tensor may call it. The graph's saved
-        values are freed unless `retain_graph`, so a second backward raises.
+        values are freed unless `retain_graph` (default: `create_graph`), so a second
+        backward raises. With `create_graph` the gradients are recorded (so they can be
+        differentiated again); with `inputs` only those tensors' `.grad` change.
         """
+        if create_graph or inputs is not None:
+            run_backward_api(self, gradient, retain_graph, create_graph, inputs)
+            return
         if not self.requires_grad:
             raise RuntimeError(
                 "element 0 of tensors does not require grad and does not have a grad_fn"
@@ -313,7 +345,7 @@ class Tensor:
         if anyone_listening[0]:  # a tool watches (core/hooks.py): tell it a backward runs
             hooks.run_backward(backpropagate, self, gradient, retain_graph)
         else:
-            backpropagate(self, gradient, retain_graph)
+            backpropagate(self, gradient, bool(retain_graph))
 
     # The Variable protocol of autodiff
     @property
@@ -376,17 +408,24 @@ class Tensor:
     # ---- Arithmetic, comparisons and elementwise functions -------------------------------
 
     def __add__(self, other: Any) -> Tensor:
-        return Add.apply(*self._pair(other))
+        a, b = self._pair(other)
+        if a.dtype is _BOOL:  # bool + bool is logical or, as in PyTorch
+            return logic.logical(a, "or", b)
+        return Add.apply(a, b)
 
     def __radd__(self, other: Any) -> Tensor:
         # `2 + x` is x + 2 (the same sum), as in PyTorch; kernels read x's cells in SIMD
         # lanes and hold the number, the broadcast operand, in a register.
-        return Add.apply(*self._pair(other))
+        return self.__add__(other)
 
     def __sub__(self, other: Any) -> Tensor:
+        if self.dtype is _BOOL or (isinstance(other, Tensor) and other.dtype is _BOOL):
+            logic.check_sub_operands(self, other)
         return Sub.apply(*self._pair(other))
 
     def __rsub__(self, other: Any) -> Tensor:
+        if self.dtype is _BOOL:
+            logic.check_sub_operands(self, other)
         return Sub.apply(*reversed(self._pair(other)))
 
     def __mul__(self, other: Any) -> Tensor:
@@ -402,6 +441,8 @@ class Tensor:
         return Div.apply(*reversed(self._float_pair(other)))
 
     def __neg__(self) -> Tensor:
+        if self.dtype is _BOOL:
+            logic.check_negatable(self)
         return Neg.apply(self)
 
     def __pos__(self) -> Tensor:
@@ -414,14 +455,9 @@ class Tensor:
         return self.pow(exponent)
 
     def pow(self, exponent: Any) -> Tensor:
-        """Self ** exponent, for a number (or one-element tensor) exponent."""
+        """Self ** exponent, for a number or a tensor exponent (broadcast, differentiable)."""
         if is_tensor(exponent):
-            if exponent.numel() != 1:
-                raise TypeError(
-                    f"pow: the exponent must be a number or a one-element tensor (got shape "
-                    f"{exponent.shape}); tensor ** tensor is not supported"
-                )
-            exponent = exponent.item()
+            return tensor_power(self, exponent)
         if not isinstance(exponent, int | float | np.number):
             raise TypeError(f"pow: unsupported exponent type {type(exponent).__name__}")
         base = self
@@ -433,24 +469,27 @@ class Tensor:
             return self._int_pow(int(exponent))
         return Pow.apply(base, exponent)
 
-    def _int_pow(self, p: int) -> Tensor:
-        """Self ** p for an int64 tensor and p >= 0: exact, wrapping on overflow like PyTorch.
+    def _int_pow(self, p: Any) -> Tensor:
+        """Self ** p for an int64 tensor and p an int >= 0 or an int64 tensor (broadcast).
 
-        Kernels compute through float64 (exact only up to 2**53), so numpy does it.
+        Exact, wrapping on overflow like PyTorch; a negative tensor exponent gives
+        PyTorch's integer results (1 ** -n = 1, (-1) ** -n = +-1, else 0). Kernels
+        compute through float64 (exact only up to 2**53), so numpy does it.
         """
         if anyone_listening[0]:  # values computed on the host: tell the tools (mf.compile)
             hooks.host_read(f"int64 ** {p} of a tensor of shape {self.shape}")
+        base = self.backend.to_numpy(self._data)
+        exponent = p.backend.to_numpy(p._data) if is_tensor(p) else np.int64(p)
         with np.errstate(over="ignore"):
-            host = np.power(self.backend.to_numpy(self._data), p, dtype=np.int64)
-        return self._new(self.backend.from_numpy(host))
+            host = np.power(base, np.maximum(exponent, 0), dtype=np.int64)
+        negative = exponent < 0
+        if np.any(negative):
+            inverse = np.where(np.abs(base) == 1, base ** (np.abs(exponent) % 2), 0)
+            host = np.where(negative, np.where(base == 1, 1, inverse), host).astype(np.int64)
+        return self._new(self.backend.from_numpy(np.ascontiguousarray(host)))
 
     def __rpow__(self, base: Any) -> Tensor:
-        if not isinstance(base, int | float) or base <= 0:
-            raise TypeError(
-                f"number ** tensor needs a positive number base (got {base!r}); minifw "
-                f"computes it as exp(tensor * log(base))"
-            )
-        return (self._floating() * math.log(base)).exp()
+        return number_power(base, self)
 
     def __matmul__(self, other: Any) -> Tensor:
         return MatMul.apply(*self._pair(other))
@@ -463,9 +502,8 @@ class Tensor:
         return self @ other
 
     def _compare(self, op: int, other: Any) -> Tensor:
-        a, b = self._pair(other)
-        out = a.dtype if a.dtype.is_floating_point else dtypes.get_default_dtype()
-        return a.detach()._zip(op, b.detach(), out.numpy)
+        """`self op other` as a bool tensor (no grad), as PyTorch's comparisons."""
+        return logic.compare(self, op, other)
 
     def __lt__(self, other: Any) -> Tensor:
         return self._compare(ops.LT, other)
@@ -622,13 +660,19 @@ class Tensor:
         return self.expand(*other.shape)
 
     def __getitem__(self, key: Any) -> Tensor:
-        return Index.apply(self, tuple(normalize_key(key)))
+        try:
+            items = normalize_key(key)
+        except TypeError:  # an index tensor, list or mask: a copy (tensor/indexing.py)
+            return indexing.getitem(self, key)
+        return Index.apply(self, tuple(items))
 
     # ---- Reductions ----------------------------------------------------------------------
 
     def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        """Sum over `dim` (all dims if None)."""
+        """Sum over `dim` (all dims if None); bools count as int64, as in PyTorch."""
         dims = reduce_dims(dim, self.dim())
+        if self.dtype is _BOOL:
+            return Sum.apply(self.long(), dims, keepdim)
         return Sum.apply(self, dims, keepdim)
 
     def mean(self, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -642,32 +686,35 @@ class Tensor:
         count = numel_of([self.shape[d] for d in dims])
         return self.sum(dims, keepdim) / float(count)
 
-    def var(self, dim: Any = None, keepdim: bool = False, unbiased: bool = True) -> Tensor:
-        """Variance over `dim`, dividing by n - 1 when `unbiased` (Bessel's correction).
+    def var(
+        self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None,
+    ) -> Tensor:  # fmt: skip
+        """Variance over `dim`, dividing by N - correction (1 by default), as PyTorch.
 
-        With a single element and `unbiased` the result is nan, as in PyTorch.
+        PyTorch's argument order: `var(dim, unbiased, keepdim)`; `unbiased=False` is
+        `correction=0`. With a single element and correction 1 the result is nan.
         """
-        dims = reduce_dims(dim, self.dim())
-        count = numel_of([self.shape[d] for d in dims])
-        centered = self - self.mean(dims, keepdim=True)
-        squares = (centered * centered).sum(dims, keepdim)
-        divisor = count - 1 if unbiased else count
-        if divisor <= 0:
-            return squares * float("nan")
-        return squares / float(divisor)
+        from minifw.tensor import reductions
 
-    def std(self, dim: Any = None, keepdim: bool = False, unbiased: bool = True) -> Tensor:
-        """Standard deviation over `dim` (the square root of `var`).
+        return reductions.var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(
+        self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None,
+    ) -> Tensor:  # fmt: skip
+        """Standard deviation over `dim` (the square root of `var`, same arguments).
 
         Where the variance is 0 the gradient is 0, as in PyTorch (not 0 * inf = nan).
         """
-        var = self.var(dim, keepdim, unbiased)
-        positive = var > 0
-        root = Where.apply(positive, var, var._scalar_like(1.0)).sqrt()
-        return Where.apply(positive, root, var)
+        from minifw.tensor import reductions
+
+        return reductions.std(self, dim, unbiased, keepdim, correction=correction)
 
     def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
         """The largest value; with `dim`, a (values, indices) pair like PyTorch's."""
+        if self.dtype is _BOOL:
+            return logic.bool_extreme(self.long().max(dim, keepdim))
         if dim is None:
             _check_nonempty(self, "max")
             return MaxAll.apply(self)
@@ -681,6 +728,8 @@ class Tensor:
 
     def min(self, dim: int | None = None, keepdim: bool = False) -> Any:
         """The smallest value; with `dim`, a (values, indices) pair like PyTorch's."""
+        if self.dtype is _BOOL:
+            return logic.bool_extreme(self.long().min(dim, keepdim))
         if dim is None:
             _check_nonempty(self, "min")
             return -((-self).max())
@@ -838,18 +887,23 @@ class Tensor:
         return self.div_(other)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """`t[key] = value` for tensors that do not take part in autograd."""
+        """`t[key] = value` in place, under PyTorch's in-place autograd rules.
+
+        Keys holding index tensors, lists or masks, and assignments that autograd must
+        record, go to `indexing.setitem`; the rest copy into a view.
+        """
+        try:
+            target = index_view(self._data, key)
+        except TypeError:
+            indexing.setitem(self, key, value)
+            return
         _check_writable_memory(self)
         value_grad = getattr(value, "_is_minifw_tensor", False) and value.requires_grad
         if is_grad_enabled() and (self.requires_grad or value_grad):
             if self.requires_grad and self.is_leaf:
                 raise RuntimeError(VIEW_OF_LEAF_ERROR)
-            raise RuntimeError(
-                "index assignment `t[idx] = value` is supported only when neither t nor "
-                "value requires grad (or under mf.no_grad()); build the tensor with "
-                "mf.cat, mf.stack or mf.where instead"
-            )
-        target = index_view(self._data, key)
+            indexing.setitem(self, key, value)  # recorded: gradients reach both sides
+            return
         source = self._operand(value).detach()
         if source.dtype.is_floating_point and not self.dtype.is_floating_point:
             raise RuntimeError(
@@ -869,18 +923,18 @@ class Tensor:
         """
         if not kwargs and len(args) == 1 and args[0] is self.dtype:
             return self  # the common no-op: already of that dtype
-        dtype, device = self.dtype, self.device
+        dtype, device = self.dtype, self.backend.device
         options = {k: v for k, v in kwargs.items() if k not in _IGNORED_TO_OPTIONS}
         for arg in list(args) + list(options.values()):
-            if isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda"):
-                device = arg.split(":")[0]
+            if is_device_like(arg):
+                device = device_type(arg)  # type: ignore[assignment]
             elif is_tensor(arg):
-                dtype, device = arg.dtype, arg.device
+                dtype, device = arg.dtype, arg.backend.device
             elif arg is not None:
                 dtype = dtypes.as_dtype(arg)
-        if dtype is self.dtype and device == self.device:
+        if dtype is self.dtype and device == self.backend.device:
             return self
-        backend = self.backend if device == self.device else default_backend(device)
+        backend = self.backend if device == self.backend.device else default_backend(device)
         if self.requires_grad and not dtype.is_floating_point:
             return self.detach()._convert(dtype, backend)
         return Cast.apply(self, dtype, backend)
@@ -905,8 +959,10 @@ class Tensor:
         """True for float64 and float32 tensors."""
         return self.dtype.is_floating_point
 
-    def cuda(self) -> Tensor:
-        """A copy on the GPU (self if already there)."""
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
+        """A copy on the GPU (self if already there); `device` may name a GPU index."""
+        if device is not None and as_device(device).type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device (got {device})")
         return self.to("cuda")
 
     def cpu(self) -> Tensor:
@@ -915,8 +971,12 @@ class Tensor:
 
     def _convert(self, dtype: dtypes.DType, backend: TensorBackend) -> Tensor:
         """A copy with `dtype` on `backend` (the same storage if nothing changes)."""
-        if backend.device == self.device and dtype is self.dtype:
+        if backend.device == self.backend.device and dtype is self.dtype:
             return self._wrap(self._data, backend)
+        if backend is self.backend and _BOOL in (dtype, self.dtype):
+            # one kernel on the device: no round trip through the host, and mf.compile
+            # can replay (and fuse) it, as it cannot a host cast
+            return logic.to_bool(self) if dtype is _BOOL else logic.from_bool(self, dtype)
         host = self.backend.to_numpy(self._data).astype(dtype.numpy)
         return self._wrap(backend.from_numpy(host), backend)
 
@@ -929,7 +989,7 @@ class Tensor:
             )
         if anyone_listening[0]:  # CPU reads launch nothing: tell the tools (mf.compile)
             hooks.host_read(f"numpy() of a tensor of shape {self.shape}")
-        if self.device != "cpu":
+        if self.backend.device != "cpu":
             return self.backend.to_numpy(self._data)
         return host_view(self._data)
 
@@ -966,10 +1026,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous (shape "
-                f"{self.shape})"
-            )
+            logic.check_bool_value(self)
         return bool(self.item())
 
     def __format__(self, spec: str) -> str:
@@ -980,12 +1037,12 @@ class Tensor:
     def __repr__(self) -> str:
         body = format_values(self.detach().cpu().numpy(), len("tensor("))
         extras = []
-        if self.device != "cpu":
-            extras.append(f"device='{self.device}:0'")
+        if self.backend.device != "cpu":
+            extras.append(f"device='{self.device}'")
         if self.numel() == 0 and self.dim() != 1:
             extras.append(f"size={self.shape}")
-        if self.dtype not in (dtypes.get_default_dtype(), dtypes.int64) or (
-            self.numel() == 0 and self.dtype is dtypes.int64
+        if self.dtype not in (dtypes.get_default_dtype(), dtypes.int64, _BOOL) or (
+            self.numel() == 0 and self.dtype in (dtypes.int64, _BOOL)
         ):
             extras.append(f"dtype={self.dtype}")
         node = self.grad_fn
@@ -996,6 +1053,870 @@ class Tensor:
         return "tensor(" + add_suffixes(body, extras, len("tensor(")) + ")"
 
     # ---- Low-level building blocks used by the Functions (no autograd) --------------------
+
+    # ---- SHAPE (issue 17) ----
+    # Shape functions and tensor creation of PyTorch's surface; see tensor/shaping.py.
+    def unflatten(self, dim: int, sizes: Any) -> Tensor:
+        """Dim `dim` split into `sizes` (one may be -1)."""
+        return shaping.unflatten(self, dim, sizes)
+
+    def movedim(self, source: Any, destination: Any) -> Tensor:
+        """A view with dims `source` moved to positions `destination`."""
+        return shaping.movedim(self, source, destination)
+
+    moveaxis = movedim
+
+    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+        """A view with two dims swapped (an alias of transpose)."""
+        return self.transpose(axis0, axis1)
+
+    swapdims = swapaxes
+
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+        """The view of `length` positions from `start` along `dim`."""
+        return shaping.narrow(self, dim, start, length)
+
+    def select(self, dim: int, index: int) -> Tensor:
+        """The view at `index` along `dim`, without that dim."""
+        return shaping.select(self, dim, index)
+
+    def broadcast_to(self, shape: Any) -> Tensor:
+        """A broadcast view with `shape` (as `expand`)."""
+        return shaping.broadcast_to(self, shape)
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        """Views along `dim` of one size each (the last may be smaller), or of given sizes."""
+        return shaping.split(self, split_size, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """At most `chunks` views of equal size along `dim`."""
+        return shaping.chunk(self, chunks, dim)
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        """Views along `dim`: `n` nearly equal sections, or cut before each index."""
+        return shaping.tensor_split(self, indices_or_sections, dim)
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        """Every slice along `dim`, without that dim."""
+        return shaping.unbind(self, dim)
+
+    def flip(self, *dims: Any) -> Tensor:
+        """A copy with the cells reversed along `dims`."""
+        return shaping.flip(self, *dims)
+
+    def fliplr(self) -> Tensor:
+        """Flipped along dim 1."""
+        return shaping.fliplr(self)
+
+    def flipud(self) -> Tensor:
+        """Flipped along dim 0."""
+        return shaping.flipud(self)
+
+    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
+        """A copy with the cells shifted (wrapping around) along `dims`."""
+        return shaping.roll(self, shifts, dims)
+
+    def repeat(self, *sizes: Any) -> Tensor:
+        """A copy tiled `sizes[i]` times along each dim."""
+        return shaping.repeat(self, *sizes)
+
+    def tile(self, *dims: Any) -> Tensor:
+        """`repeat` with missing leading sizes taken as 1."""
+        return shaping.tile(self, *dims)
+
+    def repeat_interleave(
+        self, repeats: Any, dim: int | None = None, *, output_size: int | None = None
+    ) -> Tensor:
+        """Each cell (or slice along `dim`) repeated in place."""
+        return shaping.repeat_interleave(self, repeats, dim, output_size=output_size)
+
+    def diag(self, diagonal: int = 0) -> Tensor:
+        """A vector as a diagonal matrix, or a matrix's diagonal."""
+        return shaping.diag(self, diagonal)
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        """The view of a diagonal of dims dim1 and dim2, as the last dim."""
+        return shaping.diagonal(self, offset, dim1, dim2)
+
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+        """Matrices with the last dim on a diagonal."""
+        return shaping.diag_embed(self, offset, dim1, dim2)
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """The lower triangle of the last two dims, zeros above."""
+        return shaping.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """The upper triangle of the last two dims, zeros below."""
+        return shaping.triu(self, diagonal)
+
+    def unsqueeze_(self, dim: int) -> Tensor:
+        """`unsqueeze` in place (on the shape; the cells stay)."""
+        return shaping.reshape_inplace(self, lambda t: t.unsqueeze(dim))
+
+    def squeeze_(self, dim: Any = None) -> Tensor:
+        """`squeeze` in place (on the shape; the cells stay)."""
+        return shaping.reshape_inplace(self, lambda t: t.squeeze(dim))
+
+    def t_(self) -> Tensor:
+        """`t` in place (on the strides; the cells stay)."""
+        return shaping.reshape_inplace(self, lambda t: t.t())
+
+    def transpose_(self, dim0: int, dim1: int) -> Tensor:
+        """`transpose` in place (on the strides; the cells stay)."""
+        return shaping.reshape_inplace(self, lambda t: t.transpose(dim0, dim1))
+
+    def new_tensor(self, data: Any, **options: Any) -> Tensor:
+        """A new tensor of `data`, with self's dtype and device unless given."""
+        return tensor(data, **_new_options(self, options))
+
+    def new_full(self, size: Any, fill_value: Any, **options: Any) -> Tensor:
+        """A tensor of `size` filled with `fill_value`, with self's dtype and device."""
+        from minifw.tensor.creation import full
+
+        return full(size, fill_value, **_new_options(self, options))
+
+    def new_zeros(self, *size: Any, **options: Any) -> Tensor:
+        """Zeros of `size`, with self's dtype and device."""
+        return self.new_full(shape_arg(size), 0, **options)
+
+    def new_ones(self, *size: Any, **options: Any) -> Tensor:
+        """Ones of `size`, with self's dtype and device."""
+        return self.new_full(shape_arg(size), 1, **options)
+
+    def new_empty(self, *size: Any, **options: Any) -> Tensor:
+        """A tensor of `size` (its values unset: zeros here), with self's dtype and device."""
+        return self.new_zeros(*size, **options)
+
+    # ---- end SHAPE ----
+
+    # ---- INDEX (issue 17) ----
+
+    def gather(self, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+        """The values along `dim` at the positions `index` gives (index has self's dims)."""
+        return indexing.gather(self, dim, index)
+
+    def scatter(
+        self, dim: int, index: Tensor, src: Any = None, value: Any = None, *,
+        reduce: str | None = None,
+    ) -> Tensor:  # fmt: skip
+        """A copy with `src` (a tensor or number, or `value`) written at `index` along dim."""
+        return indexing.scatter(self, dim, index, src, value, reduce)
+
+    def scatter_(
+        self, dim: int, index: Tensor, src: Any = None, value: Any = None, *,
+        reduce: str | None = None,
+    ) -> Tensor:  # fmt: skip
+        """`scatter` into self's cells."""
+        return self._inplace(lambda old: indexing.scatter(old, dim, index, src, value, reduce))
+
+    def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """A copy with `src` added at `index` along dim (repeated positions accumulate)."""
+        return indexing.scatter_add(self, dim, index, src)
+
+    def scatter_add_(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """`scatter_add` into self's cells."""
+        return self._inplace(lambda old: indexing.scatter_add(old, dim, index, src))
+
+    def index_select(self, dim: int, index: Tensor) -> Tensor:
+        """The slices along `dim` at the positions of the 1-D `index` (a copy)."""
+        return indexing.index_select(self, dim, index)
+
+    def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
+        """A copy with `value` where the bool `mask` (broadcasting) is True."""
+        return indexing.masked_fill(self, mask, value)
+
+    def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
+        """Write `value` into the cells where `mask` is True."""
+        return indexing.masked_fill_(self, mask, value)
+
+    def masked_select(self, mask: Tensor) -> Tensor:
+        """The cells where the bool `mask` (broadcasting) is True, as a 1-D tensor."""
+        return indexing.masked_select(self, mask)
+
+    def take(self, index: Tensor) -> Tensor:
+        """The cells of the flattened tensor at `index`, in index's shape."""
+        return indexing.take(self, index)
+
+    def take_along_dim(self, indices: Tensor, dim: int | None = None) -> Tensor:
+        """`gather` along dim after broadcasting self and indices (flat if dim is None)."""
+        return indexing.take_along_dim(self, indices, dim)
+
+    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+        """A copy with `values` written (or added) at `self[indices]`."""
+        key = indexing.indices_tuple(indices, "index_put")
+        return indexing.index_put(self, key, values, accumulate)
+
+    def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+        """Write (or add, `accumulate`) `values` at `self[indices]`, in place."""
+        key = indexing.indices_tuple(indices, "index_put_")
+        return indexing.index_put_(self, key, values, accumulate)
+
+    def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+        """A copy with `alpha * source` added to the slices along dim at the 1-D `index`."""
+        return indexing.index_add(self, dim, index, source, alpha)
+
+    def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+        """`index_add` into self's cells."""
+        return self._inplace(lambda old: indexing.index_add(old, dim, index, source, alpha))
+
+    def index_copy(self, dim: int, index: Tensor, source: Tensor) -> Tensor:
+        """A copy with the slices along dim at `index` replaced by source's."""
+        return indexing.index_copy(self, dim, index, source)
+
+    def index_copy_(self, dim: int, index: Tensor, source: Tensor) -> Tensor:
+        """`index_copy` into self's cells."""
+        return self._inplace(lambda old: indexing.index_copy(old, dim, index, source))
+
+    def index_fill(self, dim: int, index: Tensor, value: Any) -> Tensor:
+        """A copy with `value` in the slices along dim at `index`."""
+        return indexing.index_fill(self, dim, index, value)
+
+    def index_fill_(self, dim: int, index: Tensor, value: Any) -> Tensor:
+        """`index_fill` into self's cells."""
+        return self._inplace(lambda old: indexing.index_fill(old, dim, index, value))
+
+    # ---- end INDEX ----
+
+    # ---- REDUCE (issue 17) ----
+    # Reductions, scans, linear algebra and sorting; see tensor/reductions.py,
+    # tensor/linalg.py and tensor/sorting.py (imported on use: they import this module).
+    def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        """The product of all cells, or along `dim`."""
+        from minifw.tensor import reductions
+
+        return reductions.prod(self, dim, keepdim, dtype=dtype)
+
+    def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
+        """Running sums along `dim`."""
+        from minifw.tensor import reductions
+
+        return reductions.cumsum(self, dim, dtype=dtype)
+
+    def cumprod(self, dim: int, *, dtype: Any = None) -> Tensor:
+        """Running products along `dim`."""
+        from minifw.tensor import reductions
+
+        return reductions.cumprod(self, dim, dtype=dtype)
+
+    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
+        """log(sum(exp(self))) over `dim`, computed without overflow."""
+        from minifw.tensor import reductions
+
+        return reductions.logsumexp(self, dim, keepdim)
+
+    def norm(
+        self, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None
+    ) -> Tensor:
+        """The p-norm over `dim` (all dims if None); "fro" is the 2-norm."""
+        from minifw.tensor import reductions
+
+        return reductions.norm(self, p, dim, keepdim, dtype)
+
+    def amax(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+        """The largest value over `dim` (an int or a tuple; () means every dim)."""
+        from minifw.tensor import reductions
+
+        return reductions.amax(self, dim, keepdim)
+
+    def amin(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+        """The smallest value over `dim` (an int or a tuple; () means every dim)."""
+        from minifw.tensor import reductions
+
+        return reductions.amin(self, dim, keepdim)
+
+    def count_nonzero(self, dim: Any = None) -> Tensor:
+        """How many cells are not zero (over `dim`), as int64."""
+        from minifw.tensor import reductions
+
+        return reductions.count_nonzero(self, dim)
+
+    def mm(self, mat2: Tensor) -> Tensor:
+        """Matrix product of two 2-D tensors."""
+        from minifw.tensor import linalg
+
+        return linalg.mm(self, mat2)
+
+    def bmm(self, mat2: Tensor) -> Tensor:
+        """Batched matrix product of two 3-D tensors."""
+        from minifw.tensor import linalg
+
+        return linalg.bmm(self, mat2)
+
+    def mv(self, vec: Tensor) -> Tensor:
+        """Matrix-vector product."""
+        from minifw.tensor import linalg
+
+        return linalg.mv(self, vec)
+
+    def dot(self, other: Tensor) -> Tensor:
+        """Inner product of two 1-D tensors."""
+        from minifw.tensor import linalg
+
+        return linalg.dot(self, other)
+
+    def outer(self, vec2: Tensor) -> Tensor:
+        """Outer product of two 1-D tensors."""
+        from minifw.tensor import linalg
+
+        return linalg.outer(self, vec2)
+
+    ger = outer
+
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """Return beta * self + alpha * (mat1 @ mat2)."""
+        from minifw.tensor import linalg
+
+        return linalg.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+        """(values, indices) sorted along `dim`."""
+        from minifw.tensor import sorting
+
+        return sorting.sort(self, dim, descending, stable)
+
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+        """The indices that sort self along `dim`."""
+        from minifw.tensor import sorting
+
+        return sorting.argsort(self, dim, descending, stable)
+
+    def msort(self) -> Tensor:
+        """Sorted along dim 0."""
+        from minifw.tensor import sorting
+
+        return sorting.msort(self)
+
+    def topk(
+        self, k: int, dim: int = -1, largest: bool = True,
+        sorted: bool = True,  # noqa: A002 - PyTorch's name
+    ) -> Any:  # fmt: skip
+        """(values, indices) of the k largest (or smallest) cells along `dim`."""
+        from minifw.tensor import sorting
+
+        return sorting.topk(self, k, dim, largest, sorted)
+
+    def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+        """(value, index) of the k-th smallest cell along `dim`."""
+        from minifw.tensor import sorting
+
+        return sorting.kthvalue(self, k, dim, keepdim)
+
+    def unique(
+        self, sorted: bool = True,  # noqa: A002 - PyTorch's name
+        return_inverse: bool = False, return_counts: bool = False, dim: int | None = None,
+    ) -> Any:  # fmt: skip
+        """The distinct values (sorted), with inverse indices and counts if asked."""
+        from minifw.tensor import sorting
+
+        return sorting.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def nonzero(self, *, as_tuple: bool = False) -> Any:
+        """Coordinates of the nonzero cells ((n, ndim) int64, or a tuple per dim)."""
+        from minifw.tensor import sorting
+
+        return sorting.nonzero(self, as_tuple=as_tuple)
+
+    def argwhere(self) -> Tensor:
+        """Coordinates of the nonzero cells, (n, ndim) int64."""
+        from minifw.tensor import sorting
+
+        return sorting.argwhere(self)
+
+    # ---- end REDUCE ----
+
+    # ---- MATH (issue 17) ----
+    # Elementwise math, rounding, clamp, division modes, comparisons by name and in-place
+    # variants; the work is in `math_ops.py` and the op table.
+    def sin(self) -> Tensor:
+        """Sine cell by cell."""
+        return math_ops.floating_unary(self, ops.SIN)
+
+    def cos(self) -> Tensor:
+        """Cosine cell by cell."""
+        return math_ops.floating_unary(self, ops.COS)
+
+    def tan(self) -> Tensor:
+        """Tangent cell by cell."""
+        return math_ops.floating_unary(self, ops.TAN)
+
+    def asin(self) -> Tensor:
+        """Arcsine cell by cell (nan outside [-1, 1])."""
+        return math_ops.floating_unary(self, ops.ASIN)
+
+    def acos(self) -> Tensor:
+        """Arccosine cell by cell (nan outside [-1, 1])."""
+        return math_ops.floating_unary(self, ops.ACOS)
+
+    def atan(self) -> Tensor:
+        """Arctangent cell by cell."""
+        return math_ops.floating_unary(self, ops.ATAN)
+
+    def sinh(self) -> Tensor:
+        """Hyperbolic sine cell by cell."""
+        return math_ops.floating_unary(self, ops.SINH)
+
+    def cosh(self) -> Tensor:
+        """Hyperbolic cosine cell by cell."""
+        return math_ops.floating_unary(self, ops.COSH)
+
+    def log1p(self) -> Tensor:
+        """log(1 + x) cell by cell, accurate near 0."""
+        return math_ops.floating_unary(self, ops.LOG1P)
+
+    def expm1(self) -> Tensor:
+        """e^x - 1 cell by cell, accurate near 0."""
+        return math_ops.floating_unary(self, ops.EXPM1)
+
+    def log2(self) -> Tensor:
+        """Base-2 log cell by cell."""
+        return math_ops.floating_unary(self, ops.LOG2)
+
+    def log10(self) -> Tensor:
+        """Base-10 log cell by cell."""
+        return math_ops.floating_unary(self, ops.LOG10)
+
+    def exp2(self) -> Tensor:
+        """2^x cell by cell."""
+        return math_ops.floating_unary(self, ops.EXP2)
+
+    def rsqrt(self) -> Tensor:
+        """The reciprocal square root 1 / sqrt(x) cell by cell."""
+        return math_ops.floating_unary(self, ops.RSQRT)
+
+    def erf(self) -> Tensor:
+        """The error function cell by cell."""
+        return math_ops.floating_unary(self, ops.ERF)
+
+    def square(self) -> Tensor:
+        """The square of x cell by cell (int64 stays int64)."""
+        return math_ops.dtype_keeping_unary(self, ops.SQUARE)
+
+    def sign(self) -> Tensor:
+        """-1, 0 or 1 cell by cell, by the sign of x (int64 stays int64)."""
+        return math_ops.dtype_keeping_unary(self, ops.SIGN)
+
+    def floor(self) -> Tensor:
+        """Round x down cell by cell."""
+        return math_ops.rounding_unary(self, ops.FLOOR)
+
+    def ceil(self) -> Tensor:
+        """Round x up cell by cell."""
+        return math_ops.rounding_unary(self, ops.CEIL)
+
+    def round(self, *, decimals: int = 0) -> Tensor:
+        """Round x to `decimals` places cell by cell, halves to even."""
+        return math_ops.round_to(self, decimals)
+
+    def trunc(self) -> Tensor:
+        """Round x toward zero cell by cell."""
+        return math_ops.rounding_unary(self, ops.TRUNC)
+
+    fix = trunc
+
+    def frac(self) -> Tensor:
+        """The fractional part x - trunc(x) cell by cell."""
+        return math_ops.frac(self)
+
+    def atan2(self, other: Any) -> Tensor:
+        """The angle of the point (other, self) cell by cell."""
+        return math_ops.atan2(self, other)
+
+    arctan2 = atan2
+
+    def maximum(self, other: Any) -> Tensor:
+        """The larger of self and other cell by cell (nan if either is nan)."""
+        return math_ops.maximum(self, other)
+
+    def minimum(self, other: Any) -> Tensor:
+        """The smaller of self and other cell by cell (nan if either is nan)."""
+        return math_ops.minimum(self, other)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        """Self limited to [min, max] cell by cell (numbers or tensors; either may be None)."""
+        return math_ops.clamp(self, min, max)
+
+    clip = clamp
+
+    def clamp_min(self, min: Any) -> Tensor:  # noqa: A002
+        """Self limited below by min."""
+        return math_ops.clamp(self, min, None)
+
+    def clamp_max(self, max: Any) -> Tensor:  # noqa: A002
+        """Self limited above by max."""
+        return math_ops.clamp(self, None, max)
+
+    def lerp(self, end: Tensor, weight: Any) -> Tensor:
+        """Self + weight * (end - self)."""
+        return math_ops.lerp(self, end, weight)
+
+    def remainder(self, other: Any) -> Tensor:
+        """Self % other, with the sign of other."""
+        return math_ops.remainder(self, other)
+
+    def fmod(self, other: Any) -> Tensor:
+        """The remainder of self / other with the sign of self (C's fmod)."""
+        return math_ops.fmod(self, other)
+
+    def floor_divide(self, other: Any) -> Tensor:
+        """Self // other: the quotient rounded down."""
+        return math_ops.divide(self, other, "floor")
+
+    def __mod__(self, other: Any) -> Tensor:
+        return math_ops.remainder(self, other)
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return math_ops.reverse_remainder(self, other)
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        return math_ops.divide(self, other, "floor")
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return math_ops.reverse_floor_divide(self, other)
+
+    def __imod__(self, other: Any) -> Tensor:
+        return self.remainder_(other)
+
+    def __ifloordiv__(self, other: Any) -> Tensor:
+        return self.floor_divide_(other)
+
+    def add(self, other: Any, alpha: Any = 1) -> Tensor:
+        """Self + alpha * other."""
+        return math_ops.add(self, other, alpha)
+
+    def sub(self, other: Any, alpha: Any = 1) -> Tensor:
+        """Self - alpha * other."""
+        return math_ops.add(self, other, alpha, subtract=True)
+
+    subtract = sub
+
+    def mul(self, other: Any) -> Tensor:
+        """Self * other."""
+        return self.__mul__(other)
+
+    multiply = mul
+
+    def div(self, other: Any, rounding_mode: str | None = None) -> Tensor:
+        """Self / other; rounding_mode "floor" or "trunc" rounds the quotient."""
+        return math_ops.divide(self, other, rounding_mode)
+
+    divide = div
+
+    def true_divide(self, other: Any) -> Tensor:
+        """Self / other, always in a float dtype."""
+        return self.__truediv__(other)
+
+    def neg(self) -> Tensor:
+        """-self."""
+        return self.__neg__()
+
+    negative = neg
+
+    def eq(self, other: Any) -> Tensor:
+        """Self == other cell by cell."""
+        return self.__eq__(other)
+
+    def ne(self, other: Any) -> Tensor:
+        """Self != other cell by cell."""
+        return self.__ne__(other)
+
+    not_equal = ne
+
+    def lt(self, other: Any) -> Tensor:
+        """Self < other cell by cell."""
+        return self.__lt__(other)
+
+    less = lt
+
+    def le(self, other: Any) -> Tensor:
+        """Self <= other cell by cell."""
+        return self.__le__(other)
+
+    less_equal = le
+
+    def gt(self, other: Any) -> Tensor:
+        """Self > other cell by cell."""
+        return self.__gt__(other)
+
+    greater = gt
+
+    def ge(self, other: Any) -> Tensor:
+        """Self >= other cell by cell."""
+        return self.__ge__(other)
+
+    greater_equal = ge
+
+    # In place: `t.sin_()` writes t.sin() into t (the autograd rules of `_inplace`).
+    def relu_(self) -> Tensor:
+        """Relu in place."""
+        return self._inplace(Tensor.relu, keep_old=True)
+
+    def exp_(self) -> Tensor:
+        """E^x in place."""
+        return self._inplace(Tensor.exp, keep_old=True)
+
+    def log_(self) -> Tensor:
+        """Natural log in place."""
+        return self._inplace(Tensor.log, keep_old=True)
+
+    def sigmoid_(self) -> Tensor:
+        """Sigmoid in place."""
+        return self._inplace(Tensor.sigmoid, keep_old=True)
+
+    def tanh_(self) -> Tensor:
+        """Tanh in place."""
+        return self._inplace(Tensor.tanh, keep_old=True)
+
+    def sqrt_(self) -> Tensor:
+        """Square root in place."""
+        return self._inplace(Tensor.sqrt, keep_old=True)
+
+    def abs_(self) -> Tensor:
+        """|x| in place."""
+        return self._inplace(Tensor.abs, keep_old=True)
+
+    def reciprocal_(self) -> Tensor:
+        """1 / x in place."""
+        return self._inplace(Tensor.reciprocal, keep_old=True)
+
+    def neg_(self) -> Tensor:
+        """-x in place."""
+        return self._inplace(Tensor.neg)
+
+    negative_ = neg_
+
+    def pow_(self, exponent: Any) -> Tensor:
+        """Self ** exponent in place."""
+        return self._inplace(lambda old: old.pow(exponent), keep_old=True)
+
+    def sin_(self) -> Tensor:
+        """Sine in place."""
+        return self._inplace(Tensor.sin, keep_old=True)
+
+    def cos_(self) -> Tensor:
+        """Cosine in place."""
+        return self._inplace(Tensor.cos, keep_old=True)
+
+    def tan_(self) -> Tensor:
+        """Tangent in place."""
+        return self._inplace(Tensor.tan, keep_old=True)
+
+    def asin_(self) -> Tensor:
+        """Arcsine in place."""
+        return self._inplace(Tensor.asin, keep_old=True)
+
+    def acos_(self) -> Tensor:
+        """Arccosine in place."""
+        return self._inplace(Tensor.acos, keep_old=True)
+
+    def atan_(self) -> Tensor:
+        """Arctangent in place."""
+        return self._inplace(Tensor.atan, keep_old=True)
+
+    def sinh_(self) -> Tensor:
+        """Hyperbolic sine in place."""
+        return self._inplace(Tensor.sinh, keep_old=True)
+
+    def cosh_(self) -> Tensor:
+        """Hyperbolic cosine in place."""
+        return self._inplace(Tensor.cosh, keep_old=True)
+
+    def log1p_(self) -> Tensor:
+        """log(1 + x) in place."""
+        return self._inplace(Tensor.log1p, keep_old=True)
+
+    def expm1_(self) -> Tensor:
+        """E^x - 1 in place."""
+        return self._inplace(Tensor.expm1, keep_old=True)
+
+    def log2_(self) -> Tensor:
+        """Base-2 log in place."""
+        return self._inplace(Tensor.log2, keep_old=True)
+
+    def log10_(self) -> Tensor:
+        """Base-10 log in place."""
+        return self._inplace(Tensor.log10, keep_old=True)
+
+    def exp2_(self) -> Tensor:
+        """2^x in place."""
+        return self._inplace(Tensor.exp2, keep_old=True)
+
+    def rsqrt_(self) -> Tensor:
+        """1 / sqrt(x) in place."""
+        return self._inplace(Tensor.rsqrt, keep_old=True)
+
+    def erf_(self) -> Tensor:
+        """The error function in place."""
+        return self._inplace(Tensor.erf, keep_old=True)
+
+    def square_(self) -> Tensor:
+        """Square in place."""
+        return self._inplace(Tensor.square, keep_old=True)
+
+    def sign_(self) -> Tensor:
+        """Sign in place."""
+        return self._inplace(Tensor.sign, keep_old=True)
+
+    def floor_(self) -> Tensor:
+        """Round down in place."""
+        return self._inplace(Tensor.floor, keep_old=True)
+
+    def ceil_(self) -> Tensor:
+        """Round up in place."""
+        return self._inplace(Tensor.ceil, keep_old=True)
+
+    def round_(self, *, decimals: int = 0) -> Tensor:
+        """Round half to even in place."""
+        return self._inplace(lambda old: old.round(decimals=decimals), keep_old=True)
+
+    def trunc_(self) -> Tensor:
+        """Round toward zero in place."""
+        return self._inplace(Tensor.trunc, keep_old=True)
+
+    fix_ = trunc_
+
+    def frac_(self) -> Tensor:
+        """Fractional part in place."""
+        return self._inplace(Tensor.frac, keep_old=True)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        """Clamp in place."""
+        return self._inplace(lambda old: old.clamp(min, max), keep_old=True)
+
+    clip_ = clamp_
+
+    def clamp_min_(self, min: Any) -> Tensor:  # noqa: A002
+        """Clamp below in place."""
+        return self._inplace(lambda old: old.clamp(min, None), keep_old=True)
+
+    def clamp_max_(self, max: Any) -> Tensor:  # noqa: A002
+        """Clamp above in place."""
+        return self._inplace(lambda old: old.clamp(None, max), keep_old=True)
+
+    def atan2_(self, other: Any) -> Tensor:
+        """Atan2(self, other), in place."""
+        return self._inplace(lambda old: old.atan2(other), keep_old=True)
+
+    def remainder_(self, other: Any) -> Tensor:
+        """Self % other in place."""
+        return self._inplace(lambda old: old.remainder(other), keep_old=True)
+
+    def fmod_(self, other: Any) -> Tensor:
+        """Fmod(self, other), in place."""
+        return self._inplace(lambda old: old.fmod(other), keep_old=True)
+
+    def floor_divide_(self, other: Any) -> Tensor:
+        """Self // other in place."""
+        return self._inplace(lambda old: old.floor_divide(other))
+
+    def lerp_(self, end: Tensor, weight: Any) -> Tensor:
+        """Self + weight * (end - self), in place."""
+        return self._inplace(lambda old: old.lerp(end, weight), keep_old=True)
+
+    # ---- end MATH (issue 17) ----
+
+    # ---- BOOL (issue 17) ----
+    # Logical and bitwise operators, all/any, closeness tests and special values; the
+    # work is in `logic.py`. Comparisons are `_compare` above; `bool()`, `int()` and
+    # `type()` close the class (their names would shadow the builtins in annotations).
+    def __and__(self, other: Any) -> Tensor:
+        return logic.bitwise(self, "and", other)
+
+    __rand__ = __and__
+
+    def __or__(self, other: Any) -> Tensor:
+        return logic.bitwise(self, "or", other)
+
+    __ror__ = __or__
+
+    def __xor__(self, other: Any) -> Tensor:
+        return logic.bitwise(self, "xor", other)
+
+    __rxor__ = __xor__
+
+    def __invert__(self) -> Tensor:
+        return logic.invert(self)
+
+    def __iand__(self, other: Any) -> Tensor:
+        return logic.bitwise_inplace(self, "and", other)
+
+    def __ior__(self, other: Any) -> Tensor:
+        return logic.bitwise_inplace(self, "or", other)
+
+    def __ixor__(self, other: Any) -> Tensor:
+        return logic.bitwise_inplace(self, "xor", other)
+
+    def bitwise_and(self, other: Any) -> Tensor:
+        """`self & other` (bool or int64)."""
+        return logic.bitwise(self, "and", other)
+
+    def bitwise_or(self, other: Any) -> Tensor:
+        """`self | other` (bool or int64)."""
+        return logic.bitwise(self, "or", other)
+
+    def bitwise_xor(self, other: Any) -> Tensor:
+        """`self ^ other` (bool or int64)."""
+        return logic.bitwise(self, "xor", other)
+
+    def bitwise_not(self) -> Tensor:
+        """`~self` (bool or int64)."""
+        return logic.invert(self)
+
+    def logical_and(self, other: Any) -> Tensor:
+        """True where both self and other are nonzero."""
+        return logic.logical(self, "and", other)
+
+    def logical_or(self, other: Any) -> Tensor:
+        """True where self or other is nonzero."""
+        return logic.logical(self, "or", other)
+
+    def logical_xor(self, other: Any) -> Tensor:
+        """True where exactly one of self and other is nonzero."""
+        return logic.logical(self, "xor", other)
+
+    def logical_not(self) -> Tensor:
+        """True where self is zero."""
+        return logic.logical_not(self)
+
+    def all(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """True where every cell along `dim` (all dims if None) is nonzero."""
+        return logic.all_(self, dim, keepdim)
+
+    def any(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """True where some cell along `dim` (all dims if None) is nonzero."""
+        return logic.any_(self, dim, keepdim)
+
+    def isnan(self) -> Tensor:
+        """True where self is nan."""
+        return logic.isnan(self)
+
+    def isinf(self) -> Tensor:
+        """True where self is +inf or -inf."""
+        return logic.isinf(self)
+
+    def isfinite(self) -> Tensor:
+        """True where self is neither inf nor nan."""
+        return logic.isfinite(self)
+
+    def isclose(
+        self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+        equal_nan: bool = False,
+    ) -> Tensor:  # fmt: skip
+        """True where |self - other| <= atol + rtol * |other|."""
+        return logic.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(
+        self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+        equal_nan: bool = False,
+    ) -> bool:  # fmt: skip
+        """True when every cell of self is close to other's (see `isclose`)."""
+        return logic.allclose(self, other, rtol, atol, equal_nan)
+
+    def equal(self, other: Tensor) -> bool:
+        """True when self and other have the same shape and values."""
+        return logic.equal(self, other)
+
+    # ---- end BOOL (issue 17) ----
 
     def _new(self, data: TensorData) -> Tensor:
         return Tensor(data, self.backend)
@@ -1073,7 +1994,7 @@ class Tensor:
     def _operand(self, other: Any) -> Tensor:
         """`other` as a tensor on this device; Python numbers take self's dtype kind."""
         if is_tensor(other):
-            if other.device != self.device:
+            if other.backend.device != self.backend.device:
                 raise RuntimeError(
                     "Expected all tensors to be on the same device, but found at least two "
                     f"devices, {self.device} and {other.device}! (shapes {self.shape} and "
@@ -1081,10 +2002,12 @@ class Tensor:
                 )
             return other  # type: ignore[no-any-return]
         if isinstance(other, bool | int | float | np.number):
-            is_float = isinstance(other, float | np.floating)
             dtype = self.dtype
-            if is_float and not self.dtype.is_floating_point:
-                dtype = dtypes.get_default_dtype()
+            if isinstance(other, float | np.floating):
+                if not dtype.is_floating_point:
+                    dtype = dtypes.get_default_dtype()
+            elif dtype is _BOOL and not isinstance(other, bool | np.bool_):
+                dtype = dtypes.int64  # PyTorch: bool tensor + int is int64
             return Tensor(self.backend.full((), other, dtype.numpy), self.backend)  # type: ignore[arg-type]
         return tensor(other, backend=self.backend)
 
@@ -1092,7 +2015,7 @@ class Tensor:
         b = self._operand(other)
         if b.dtype is self.dtype:  # the common case: nothing to promote
             return self, b
-        dtype = dtypes.promote(self.dtype, b.dtype)
+        dtype = dtypes.result_type(self.dtype, not self.shape, b.dtype, not b.shape)
         return self.to(dtype), b.to(dtype)
 
     def _float_pair(self, other: Any) -> tuple[Tensor, Tensor]:
@@ -1107,6 +2030,26 @@ class Tensor:
     def _as_parameter(self, requires_grad: bool = True) -> TensorParameter:
         """What `nn.Parameter(self)` returns: a parameter sharing self's storage."""
         return TensorParameter(self.detach(), requires_grad)
+
+    # ---- BOOL (issue 17): conversions named like builtins, last in the class ----
+    def bool(self) -> Tensor:
+        """As bool: True where nonzero (nan counts as True)."""
+        return self.to(_BOOL)
+
+    def int(self) -> Tensor:
+        """As int64: minifw has no int32, so PyTorch's `.int()` gives int64 here."""
+        return self.to(dtypes.int64)
+
+    def type(self, dtype: Any = None, non_blocking: Any = False) -> Any:
+        """PyTorch's type string ('torch.FloatTensor') without `dtype`, else self as `dtype`."""
+        return logic.type_of(self, dtype)
+
+    def __getattr__(self, name: str) -> Any:
+        """Only for missing names: one PyTorch leaves out on purpose says why."""
+        refused = unsupported.refuse("torch.Tensor", name)
+        if refused is not None:
+            raise refused
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
 
 
 def tensor(
@@ -1139,7 +2082,9 @@ def tensor(
 
 
 def _infer_dtype(data: Any, values: np.ndarray) -> dtypes.DType:
-    """PyTorch's rule: ints -> int64, a numpy array keeps its float dtype, else the default."""
+    """PyTorch's rule: bools -> bool, ints -> int64, numpy arrays keep their float dtype."""
+    if values.dtype.kind == "b":
+        return dtypes.bool
     if values.dtype.kind in "iu":
         return dtypes.int64
     if isinstance(data, np.ndarray) and values.dtype.kind == "f" or is_tensor(data):
@@ -1149,14 +2094,26 @@ def _infer_dtype(data: Any, values: np.ndarray) -> dtypes.DType:
     return dtypes.from_numpy_dtype(values.dtype)
 
 
-def backend_for(device: str | None, backend: Any) -> TensorBackend:
-    """The backend named by `backend`, else the default one of `device` (cpu if None)."""
+def backend_for(device: Any, backend: Any) -> TensorBackend:
+    """The backend named by `backend`, else the default one of `device` (cpu if None).
+
+    `device` is None, a device string ("cpu", "cuda:0") or an `mf.device`.
+    """
+    kind = device_type(device)
     if backend is not None:
         chosen = get_backend(backend)
-        if device is not None and device.split(":")[0] != chosen.device:
+        if kind is not None and kind != chosen.device:
             raise ValueError(f"backend {chosen.name} runs on {chosen.device}, not {device}")
         return chosen
-    return default_backend((device or "cpu").split(":")[0])
+    return default_backend(kind or "cpu")
+
+
+def _new_options(t: Tensor, options: dict[str, Any]) -> dict[str, Any]:
+    """The creation options of `t.new_*`: t's dtype and backend unless given (SHAPE)."""
+    options.setdefault("dtype", t.dtype)
+    if options.get("device") is None and options.get("backend") is None:
+        options["backend"] = t.backend
+    return options
 
 
 def wrap(data: TensorData, backend: TensorBackend) -> Tensor:

@@ -158,11 +158,17 @@ def test_backward_values(back, x, d, expected) -> None:  # type: ignore[no-untyp
     assert close(back(x, d), expected)
 
 
+# Task 0.1's rows (the ops students write); later rows are given code, tested in
+# tests/tensor/test_math_ops.py.
+COURSE_UNARY = {c: n for c, n in operators.UNARY_NAMES.items() if c < 10}
+COURSE_BINARY = {
+    c: n for c, n in operators.BINARY_NAMES.items() if 100 <= c <= 114 or 200 <= c <= 207
+}
 SAMPLES = [-3.5, -1.0, -0.0, 0.0, 0.25, 1.0, 2.0, 710.0, -710.0]
 
 
 @pytest.mark.task0_1
-@pytest.mark.parametrize(("code", "name"), sorted(operators.UNARY_NAMES.items()))
+@pytest.mark.parametrize(("code", "name"), sorted(COURSE_UNARY.items()))
 def test_unary_dispatcher_agrees_with_named_function(code: int, name: str) -> None:
     fn = getattr(operators, name)
     for x in SAMPLES:
@@ -170,7 +176,7 @@ def test_unary_dispatcher_agrees_with_named_function(code: int, name: str) -> No
 
 
 @pytest.mark.task0_1
-@pytest.mark.parametrize(("code", "name"), sorted(operators.BINARY_NAMES.items()))
+@pytest.mark.parametrize(("code", "name"), sorted(COURSE_BINARY.items()))
 def test_binary_dispatcher_agrees_with_named_function(code: int, name: str) -> None:
     fn = getattr(operators, name)
     pairs = [(x, y) for x in SAMPLES for y in (-2.0, 0.5, 3.0)]

@@ -59,7 +59,9 @@ FORBIDDEN_ALLOWED = {
 MAX_FUNCTION_LINES = 60
 # Functions longer than the cap, each with its reason: "file:qualified name".
 LONG_FUNCTIONS: dict[str, str] = {}
-MAX_MODULES_ON_IMPORT = 51
+# The PyTorch surface (indexing, shaping, reductions, linear algebra, sorting, math) is
+# part of the Tensor class, so it loads with it; the compiler, tools and course do not.
+MAX_MODULES_ON_IMPORT = 66
 
 
 class Import(NamedTuple):

@@ -36,12 +36,12 @@ def test_every_task_has_a_description() -> None:
         assert info.app_page is None or info.app_page in APP_PAGES
 
 
-def test_the_index_links_every_module_and_notes_float_comparisons() -> None:
+def test_the_index_links_every_module_and_notes_bool_comparisons() -> None:
     index = (ROOT / "docs" / "README.md").read_text()
     for module in MODULES:
         assert f"(module{module}.md)" in index
     assert COMPARISON_NOTE in index
-    assert "PyTorch returns bool" in COMPARISON_NOTE
+    assert "return bool tensors, as PyTorch's do" in COMPARISON_NOTE
 
 
 def test_the_index_is_up_to_date() -> None:

@@ -51,10 +51,10 @@ def test_sum_mean_var_std_match_numpy(
     )
     if count > 1:
         expected = np.var(values, axis=axis, keepdims=keepdim, ddof=1)
-        mt.assert_close(t.var(dim, keepdim), expected, rtol=1e-8, atol=1e-10)
-        mt.assert_close(t.std(dim, keepdim), np.sqrt(expected), rtol=1e-8, atol=1e-8)
+        mt.assert_close(t.var(dim, keepdim=keepdim), expected, rtol=1e-8, atol=1e-10)
+        mt.assert_close(t.std(dim, keepdim=keepdim), np.sqrt(expected), rtol=1e-8, atol=1e-8)
     biased = np.var(values, axis=axis, keepdims=keepdim)
-    mt.assert_close(t.var(dim, keepdim, unbiased=False), biased, rtol=1e-8, atol=1e-10)
+    mt.assert_close(t.var(dim, keepdim=keepdim, unbiased=False), biased, rtol=1e-8, atol=1e-10)
 
 
 @task2_3

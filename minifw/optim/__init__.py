@@ -323,6 +323,22 @@ def _check_state_tensor(index: int, name: str, value: Any, param: Tensor) -> Non
         )
 
 
+def _ascent(grad: Tensor, group: dict[str, Any]) -> Tensor:
+    """The gradient to descend: negated when the group maximizes its objective."""
+    return -grad if group.get("maximize") else grad
+
+
+def _decayed(grad: Tensor, param: Tensor, group: dict[str, Any]) -> Tensor:
+    """Return grad + weight_decay * param (the L2 penalty of SGD, Adam, RMSprop and Adagrad)."""
+    return grad + param * group["weight_decay"] if group["weight_decay"] else grad
+
+
+def _check_range(name: str, value: float, low: float = 0.0) -> None:
+    """PyTorch's ValueError unless low <= value."""
+    if not low <= value:
+        raise ValueError(f"Invalid {name} value: {value}")
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent with optional momentum, Nesterov and weight decay.
 
@@ -335,7 +351,8 @@ class SGD(Optimizer):
 
     def __init__(
         self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0,
-        dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
+        dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False, *,
+        maximize: bool = False,
     ) -> None:  # fmt: skip
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
@@ -343,7 +360,7 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = {
             "lr": lr, "momentum": momentum, "dampening": dampening,
-            "weight_decay": weight_decay, "nesterov": nesterov,
+            "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
         }  # fmt: skip
         super().__init__(params, defaults)
 
@@ -355,8 +372,7 @@ class SGD(Optimizer):
         self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]
     ) -> None:
         """One SGD step for one parameter."""
-        if group["weight_decay"]:
-            grad = grad + param * group["weight_decay"]
+        grad = _decayed(_ascent(grad, group), param, group)
         momentum, dampening = group["momentum"], group["dampening"]
         if momentum:
             buf = state.get("momentum_buffer")
@@ -372,23 +388,31 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """Adam: per-parameter steps scaled by running averages of the gradient and its square.
 
-    Per step t: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
-    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), with g = grad +
-    weight_decay * p (L2 penalty, as torch.optim.Adam).
+    Per step t: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2 (with amsgrad, v is
+    replaced by its running maximum); p -= lr / (1 - b1^t) * m / (sqrt(v) /
+    sqrt(1 - b2^t) + eps), with g = grad + weight_decay * p (L2 penalty, as
+    torch.optim.Adam), or, with `decoupled_weight_decay`, p *= 1 - lr * weight_decay
+    first (AdamW).
     """
 
-    _state_tensors = ("exp_avg", "exp_avg_sq")
+    _state_tensors = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
     _state_counts = ("step",)
 
     def __init__(
         self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8, weight_decay: float = 0.0,
+        eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
+        maximize: bool = False, decoupled_weight_decay: bool = False,
     ) -> None:  # fmt: skip
         if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
             raise ValueError(f"Invalid beta parameters: {betas}")
         if lr < 0.0 or eps < 0.0:
             raise ValueError(f"Invalid learning rate {lr} or epsilon {eps}")
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
+        _check_range("weight_decay", weight_decay)
+        defaults = {
+            "lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+            "amsgrad": amsgrad, "maximize": maximize,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }  # fmt: skip
         super().__init__(params, defaults)
 
     def _update(
@@ -396,19 +420,141 @@ class Adam(Optimizer):
     ) -> None:
         """One Adam step for one parameter."""
         beta1, beta2 = group["betas"]
-        if group["weight_decay"]:
-            grad = grad + param * group["weight_decay"]
+        grad = _ascent(grad, group)
+        if group.get("decoupled_weight_decay"):
+            if group["weight_decay"]:
+                param.mul_(1.0 - group["lr"] * group["weight_decay"])
+        else:
+            grad = _decayed(grad, param, group)
         if not state:
             state["step"] = 0
             state["exp_avg"] = grad * 0.0
             state["exp_avg_sq"] = grad * 0.0
+            if group.get("amsgrad"):
+                state["max_exp_avg_sq"] = grad * 0.0
         state["step"] += 1
         m = state["exp_avg"] = state["exp_avg"] + (grad - state["exp_avg"]) * (1.0 - beta1)
         v = state["exp_avg_sq"] = state["exp_avg_sq"] * beta2 + grad * grad * (1.0 - beta2)
+        if group.get("amsgrad"):
+            v = state["max_exp_avg_sq"] = state["max_exp_avg_sq"]._zip(ops.MAX, v)
         step = state["step"]
         step_size = group["lr"] / (1.0 - beta1**step)
         denom = v.sqrt() / math.sqrt(1.0 - beta2**step) + group["eps"]
         param.sub_(m / denom * step_size)
 
 
-__all__ = ["Adam", "Optimizer", "SGD"]
+class AdamW(Adam):
+    """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before each Adam step."""
+
+    def __init__(
+        self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
+        maximize: bool = False,
+    ) -> None:  # fmt: skip
+        super().__init__(
+            params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+            decoupled_weight_decay=True,
+        )  # fmt: skip
+
+
+class RMSprop(Optimizer):
+    """Divide each step by a running root mean square of the gradient.
+
+    Per step: g = grad + weight_decay * p; s = alpha s + (1 - alpha) g^2; with `centered`,
+    a = alpha a + (1 - alpha) g and the divisor is sqrt(s - a^2) + eps, else sqrt(s) + eps;
+    with momentum, b = momentum b + g / divisor and p -= lr b, else p -= lr g / divisor.
+    """
+
+    _state_tensors = ("square_avg", "momentum_buffer", "grad_avg")
+    _state_counts = ("step",)
+
+    def __init__(
+        self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+        weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
+        maximize: bool = False,
+    ) -> None:  # fmt: skip
+        for name, value in (("learning rate", lr), ("epsilon", eps), ("momentum", momentum)):
+            _check_range(name, value)
+        _check_range("weight_decay", weight_decay)
+        _check_range("alpha", alpha)
+        defaults = {
+            "lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay,
+            "momentum": momentum, "centered": centered, "maximize": maximize,
+        }  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _update(
+        self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]
+    ) -> None:
+        """One RMSprop step for one parameter."""
+        alpha, momentum = group["alpha"], group["momentum"]
+        grad = _decayed(_ascent(grad, group), param, group)
+        if not state:
+            state["step"] = 0
+            state["square_avg"] = grad * 0.0
+            if momentum > 0:
+                state["momentum_buffer"] = grad * 0.0
+            if group["centered"]:
+                state["grad_avg"] = grad * 0.0
+        state["step"] += 1
+        square = state["square_avg"] = state["square_avg"] * alpha + grad * grad * (1.0 - alpha)
+        if group["centered"]:
+            avg = state["grad_avg"] = state["grad_avg"] + (grad - state["grad_avg"]) * (1 - alpha)
+            square = square - avg * avg
+        divisor = square.sqrt() + group["eps"]
+        if momentum > 0:
+            buf = state["momentum_buffer"] = state["momentum_buffer"] * momentum + grad / divisor
+            param.sub_(buf * group["lr"])
+        else:
+            param.sub_(grad / divisor * group["lr"])
+
+
+class Adagrad(Optimizer):
+    """Divide each step by the root of the sum of all squared gradients so far.
+
+    Per step t: g = grad + weight_decay * p; s += g^2; p -= lr / (1 + (t - 1) lr_decay) *
+    g / (sqrt(s) + eps), with s starting at `initial_accumulator_value`.
+    """
+
+    _state_tensors = ("sum",)
+    _state_counts = ("step",)
+
+    def __init__(
+        self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0,
+        weight_decay: float = 0.0, initial_accumulator_value: float = 0.0, eps: float = 1e-10,
+        *, maximize: bool = False,
+    ) -> None:  # fmt: skip
+        for name, value in (("learning rate", lr), ("lr_decay", lr_decay), ("epsilon", eps)):
+            _check_range(name, value)
+        _check_range("weight_decay", weight_decay)
+        _check_range("initial_accumulator_value", initial_accumulator_value)
+        defaults = {
+            "lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value, "maximize": maximize,
+        }  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _update(
+        self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]
+    ) -> None:
+        """One Adagrad step for one parameter."""
+        grad = _decayed(_ascent(grad, group), param, group)
+        if not state:
+            state["step"] = 0
+            state["sum"] = param.detach() * 0.0 + group["initial_accumulator_value"]
+        state["step"] += 1
+        rate = group["lr"] / (1.0 + (state["step"] - 1) * group["lr_decay"])
+        total = state["sum"] = state["sum"] + grad * grad
+        param.sub_(grad / (total.sqrt() + group["eps"]) * rate)
+
+
+def __getattr__(name: str) -> Any:
+    """`minifw.optim.lr_scheduler`, loaded on first use (as `torch.optim.lr_scheduler`)."""
+    if name == "lr_scheduler":
+        import importlib
+
+        return importlib.import_module("minifw.optim.lr_scheduler")
+    raise AttributeError(f"module 'minifw.optim' has no attribute {name!r}")
+
+
+__all__ = ["Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]
