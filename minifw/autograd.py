@@ -201,16 +201,23 @@ def _finish(values: tuple[Any, ...], single: bool, create_graph: bool) -> Any:
     return kept[0] if single else kept
 
 
+def _run(
+    func: Callable[..., Any], inputs: Any, create_graph: bool
+) -> tuple[tuple[Any, ...], bool, tuple[Any, ...], bool]:
+    """Fresh leaves for `inputs`, func's outputs on them, and whether each was one tensor."""
+    xs, single_in = _tuple_of(inputs)
+    leaves = _leaves(xs, create_graph)
+    outs, single_out = _tuple_of(func(*leaves))
+    return leaves, single_in, outs, single_out
+
+
 def vjp(
     func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
     strict: bool = False,
 ) -> tuple[Any, Any]:  # fmt: skip
     """(func(inputs), v^T J): the vector-Jacobian product, as torch.autograd.functional.vjp."""
-    xs, single_in = _tuple_of(inputs)
     with enable_grad():
-        leaves = _leaves(xs, create_graph)
-        out = func(*leaves)
-        outs, single_out = _tuple_of(out)
+        leaves, single_in, outs, single_out = _run(func, inputs, create_graph)
         if v is None:
             if any(o.numel() != 1 for o in outs):
                 raise RuntimeError(
@@ -229,11 +236,8 @@ def jvp(
     strict: bool = False,
 ) -> tuple[Any, Any]:  # fmt: skip
     """(func(inputs), J v): the Jacobian-vector product, by differentiating a vjp once more."""
-    xs, single_in = _tuple_of(inputs)
     with enable_grad():
-        leaves = _leaves(xs, create_graph)
-        out = func(*leaves)
-        outs, single_out = _tuple_of(out)
+        leaves, single_in, outs, single_out = _run(func, inputs, create_graph)
         if v is None:
             if any(x.numel() != 1 for x in leaves):
                 raise RuntimeError(
