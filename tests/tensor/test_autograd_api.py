@@ -279,7 +279,7 @@ def test_integer_powers(backend: Any) -> None:
     # minifw's default float dtype is float64 (PyTorch's float32): compare in float64
     check_against_torch(lambda lib, e: (2.0**e).double(), [np.array([0, 3, 5])], backend)
     check_against_torch(
-        lambda lib, b: (b ** lib.tensor(2.0)).double(), [np.array([1, 2])], backend
+        lambda lib, b: (b ** lib.tensor(2.0).to(b.device)).double(), [np.array([1, 2])], backend
     )
 
 

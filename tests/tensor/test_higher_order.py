@@ -262,7 +262,7 @@ def test_hessian_vector_product_matches_torch(backend: Any, dtype: str, data: An
         params = [p.requires_grad_() for p in (w1, b1, w2)]
         loss = (_mlp(lib, x, *params) ** 2).mean()
         grads = lib.autograd.grad(loss, params, create_graph=True)
-        vs = [lib.tensor(v.astype(dtype)) for v in vector]
+        vs = [lib.tensor(v.astype(dtype)).to(x.device) for v in vector]
         dot = sum((g * v).sum() for g, v in zip(grads, vs, strict=True))
         return lib.autograd.grad(dot, params)
 
