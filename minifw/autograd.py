@@ -211,6 +211,17 @@ def _run(
     return leaves, single_in, outs, single_out
 
 
+def _vector_or_ones(v: Any, tensors: tuple[Any, ...], whose: str) -> tuple[Any, ...]:
+    """`v` as a tuple, or ones like `tensors` when v is None (each must have one element)."""
+    if v is not None:
+        return _tuple_of(v)[0]
+    if any(t.numel() != 1 for t in tensors):
+        raise RuntimeError(
+            f"The vector v can only be None if {whose} a single Tensor with a single element."
+        )
+    return tuple(t._full(t.shape, 1.0) for t in tensors)
+
+
 def vjp(
     func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
     strict: bool = False,
@@ -218,15 +229,7 @@ def vjp(
     """(func(inputs), v^T J): the vector-Jacobian product, as torch.autograd.functional.vjp."""
     with enable_grad():
         leaves, single_in, outs, single_out = _run(func, inputs, create_graph)
-        if v is None:
-            if any(o.numel() != 1 for o in outs):
-                raise RuntimeError(
-                    "The vector v can only be None if the user-provided function returns a "
-                    "single Tensor with a single element."
-                )
-            seeds: tuple[Any, ...] = tuple(o._full(o.shape, 1.0) for o in outs)
-        else:
-            seeds = _tuple_of(v)[0]
+        seeds = _vector_or_ones(v, outs, "the user-provided function returns")
         grads = _grads_or_zeros(outs, leaves, seeds, create_graph)
     return _finish(outs, single_out, create_graph), _finish(grads, single_in, create_graph)
 
@@ -238,15 +241,7 @@ def jvp(
     """(func(inputs), J v): the Jacobian-vector product, by differentiating a vjp once more."""
     with enable_grad():
         leaves, single_in, outs, single_out = _run(func, inputs, create_graph)
-        if v is None:
-            if any(x.numel() != 1 for x in leaves):
-                raise RuntimeError(
-                    "The vector v can only be None if the input to the user-provided function "
-                    "is a single Tensor with a single element."
-                )
-            tangents: tuple[Any, ...] = tuple(x._full(x.shape, 1.0) for x in leaves)
-        else:
-            tangents = _tuple_of(v)[0]
+        tangents = _vector_or_ones(v, leaves, "the input to the user-provided function is")
         dummies = tuple(o._zeros(o.shape).requires_grad_(True) for o in outs)
         back = _grads_or_zeros(outs, leaves, dummies, create_graph=True)
         forward = _grads_or_zeros(back, dummies, tangents, create_graph)
