@@ -178,6 +178,56 @@ def bench_mlp(batch: int, sizes: tuple[int, int, int], repeat: int, lr: float) -
     return times
 
 
+def bench_nn_mlp(
+    batch: int, sizes: tuple[int, int, int], repeat: int, lr: float
+) -> dict[str, float]:
+    """The step as people write it: nn.Linear, cross_entropy on int64 labels, optim.SGD.
+
+    Times minifw eager, the whole step under `mf.compile` (zero_grad, forward, backward
+    and the update), and PyTorch eager, float32.
+    """
+    rng = np.random.default_rng(1)
+    xs = rng.random((batch, sizes[0])).astype(np.float32)
+    labels = rng.integers(0, sizes[2], batch)
+
+    def make(lib: Any) -> Callable[[Any, Any], Any]:
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(
+            lib.nn.Linear(sizes[0], sizes[1]), lib.nn.ReLU(), lib.nn.Linear(sizes[1], sizes[2])
+        )
+        opt = lib.optim.SGD(model.parameters(), lr=lr)
+
+        def step(x: Any, y: Any) -> Any:
+            opt.zero_grad()
+            loss = lib.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return step
+
+    mf.set_default_dtype(mf.float32)
+    try:
+        x, y = mf.tensor(xs), mf.tensor(labels)
+        eager, compiled = make(mf), mf_compile(make(mf))
+        compiled(x, y)
+        cases: dict[str, Callable[[], Any]] = {
+            "eager": lambda: eager(x, y),
+            "compiled": lambda: compiled(x, y),
+        }
+        if torch is not None:
+            tx, ty = torch.tensor(xs), torch.tensor(labels)
+            torch_step = make(torch)
+            cases["torch"] = lambda: torch_step(tx, ty)
+        times = best_times(cases, repeat)
+        fallbacks = compiled.stats["fallbacks"] + compiled.stats["eager_calls"]
+    finally:
+        mf.set_default_dtype(mf.float64)
+    print(f"nn MLP step (Linear, cross_entropy on int64 labels, SGD), batch {batch}, float32"
+          f"{'' if not fallbacks else f' ({fallbacks} calls ran eagerly)'}")  # fmt: skip
+    return times
+
+
 def report(name: str, times: dict[str, float], targets: dict[str, float]) -> None:
     """Print times and "other / compiled" ratios, with the issue's targets."""
     base = times["compiled"]
@@ -215,6 +265,7 @@ def main() -> None:
     report("chain", bench_chain(n, args.repeat, chain, chain_numpy), targets)
     report("sigmoid", bench_chain(n, args.repeat, sigmoid_chain, sigmoid_chain_numpy), targets)
     report("mlp", bench_mlp(batch, sizes, args.repeat, 0.05), {"torch": 1.0})
+    report("nn mlp", bench_nn_mlp(batch, sizes, args.repeat, 0.05), {"torch": 1.3})
 
 
 if __name__ == "__main__":

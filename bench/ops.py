@@ -5,6 +5,7 @@ Run from the repository root:
     python bench/ops.py            # the full table (about a minute once kernels are cached)
     python bench/ops.py --quick    # tiny sizes, a smoke run for CI
     python bench/ops.py --only matmul --repeat 20
+    python bench/ops.py --busy     # only the MLP step beside other CPU-bound processes
 
 Each case is run once to warm up (JIT compile or cache load), then `--repeat` times
 or for half a second, whichever is more; the best time is reported. "vs numpy" is
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _busy import busy_lines  # noqa: E402
 from _startup import startup_times  # noqa: E402
 from _timing import Timer, best_time  # noqa: E402
 from _training import mlp_step_case  # noqa: E402
@@ -184,9 +186,16 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=0, help="limit numba, BLAS and torch to N threads"
     )
+    parser.add_argument(
+        "--busy", type=int, nargs="?", const=os.cpu_count() or 1, default=0, metavar="N",
+        help="time the MLP step beside N CPU-bound processes (default: one per core)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.threads:
         limit_threads(args.threads)
+    if args.busy:
+        print("\n".join(busy_lines(args.busy)))
+        return
     misses = run(args)
     if args.strict and misses:
         sys.exit(1)

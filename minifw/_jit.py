@@ -92,7 +92,7 @@ def njit(fn: F | None = None, **options: Any) -> Any:
 
 
 def compile_functions(
-    modules: Iterable[types.ModuleType],
+    modules: Iterable[Any],
     names: Iterable[str],
     compiler: Callable[[Callable[..., Any]], Any],
     replacements: dict[str, Any] | None = None,
@@ -126,15 +126,77 @@ def compile_functions(
     return types.SimpleNamespace(**compiled)
 
 
+def recompile_with(
+    compiled: types.SimpleNamespace,
+    functions: dict[str, Callable[..., Any]],
+    modules: Iterable[Any],
+    compiler: Callable[[Callable[..., Any]], Any],
+) -> types.SimpleNamespace:
+    """New versions of some of `compiled`'s functions, compiled, calling the rest of them.
+
+    `functions` maps names to plain functions (written for the globals of `modules`);
+    returns them compiled by `compiler`, their calls to other names of `compiled` linked
+    to those compiled functions (a `unary` knowing one op, calling the compiled `exp`).
+    """
+    others = {name: fn for name, fn in vars(compiled).items() if name not in functions}
+    namespace = types.SimpleNamespace(**functions)
+    return compile_functions([*modules, namespace], list(functions), compiler, others)
+
+
+def respecialise(
+    kernel: Any, suffix: str, replacements: dict[str, Any] | None = None, **options: Any
+) -> Any:
+    """`kernel` compiled again as a function of its own, named `kernel.__name__ + suffix`.
+
+    `replacements` swaps global names the code looks up (a helper that knows one op
+    only); `options` override the kernel's Numba options (None drops one). The copy
+    has its own qualified name, so with `cache=True` it has its own cache file.
+    """
+    fn = getattr(kernel, "py_func", kernel)  # NUMBA_DISABLE_JIT: a plain function
+    namespace = {**fn.__globals__, **replacements} if replacements else fn.__globals__
+    copy = types.FunctionType(
+        fn.__code__, namespace, fn.__name__ + suffix, fn.__defaults__, fn.__closure__
+    )
+    copy.__qualname__ = fn.__qualname__ + suffix
+    copy.__module__ = fn.__module__
+    merged = {**getattr(kernel, "targetoptions", {}), **options}
+    return njit(copy, **{k: v for k, v in merged.items() if k != "nopython" and v is not None})
+
+
 def serial_twin(kernel: Any) -> Any:
     """`kernel` compiled again without `parallel` (prange runs as range), cached apart."""
-    fn = getattr(kernel, "py_func", None)
-    if fn is None:  # NUMBA_DISABLE_JIT: kernels are plain Python already
+    if getattr(kernel, "py_func", None) is None:  # NUMBA_DISABLE_JIT: plain Python already
         return kernel
-    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial")
-    twin.__qualname__ = fn.__qualname__ + "_serial"  # its own cache file
-    options = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython")}
-    return njit(twin, cache=True, **options)
+    return respecialise(kernel, "_serial", parallel=None, cache=True)
+
+
+class PerOp:
+    """A kernel compiled once per op code, on that code's first launch: `kernels[op]`.
+
+    A kernel that calls `unary(op, x)` compiles a branch for every row of the op table,
+    for every combination of argument types, before its first launch: minutes, cold.
+    `kernels[op]` is a copy of the kernel whose helpers (`unary`, `binary`, a line
+    loop, ...) are the ones `helpers(op)` returns, which know that op only: it compiles
+    in seconds, and a program compiles only the ops it runs. Each copy is cached on disk
+    under its own name (`_map__op2`). A copy must be launched with its own op code.
+    """
+
+    tables: list[PerOp] = []  # every one made, to list what compiled (tests, bench)
+
+    def __init__(self, kernel: Any, helpers: Callable[[int], dict[str, Any]]) -> None:
+        self.kernel = kernel
+        self.helpers = helpers
+        self.copies: dict[int, Any] = {}
+        PerOp.tables.append(self)
+
+    def __getitem__(self, op: int) -> Any:
+        """The copy of the kernel for op code `op` (made, not yet compiled, on first use)."""
+        copy = self.copies.get(op)
+        if copy is None:
+            copy = self.copies[op] = respecialise(
+                self.kernel, f"__op{op}", self.helpers(op), cache=True
+            )
+        return copy
 
 
 def kernel_sources() -> list[Path]:

@@ -10,14 +10,18 @@ kernels otherwise; `ReadableFastOps` runs the readable kernels wherever it runs.
 
 The kernels call the very scalar functions of `operators.py` and index helpers of
 `tensor_data.py`, recompiled by `compile_functions` and inlined. They are module-level
-functions taking an integer op code, compiled with `cache=True`: the machine code is
-saved in `__pycache__` next to this file (or NUMBA_CACHE_DIR), and a fresh process
-loads it without compiling anything. That cache is keyed on the contents of every
-file the kernels inline (`_jit.KERNEL_SOURCES`), so editing one of them recompiles.
+functions taking an integer op code. Each launch runs a copy of the kernel compiled for
+its op code alone (`_MAP[parallel][op]`, see `_jit.PerOp`): the first launch of an op
+compiles only that op, and a program compiles only the ops it uses. Copies are compiled
+with `cache=True`: the machine code is saved in `__pycache__` next to this file (or
+NUMBA_CACHE_DIR), and a fresh process loads it without compiling anything. That cache is
+keyed on the contents of every file the kernels inline (`_jit.KERNEL_SOURCES`), so
+editing one of them recompiles.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import types
 from pathlib import Path
@@ -26,16 +30,30 @@ from typing import Any
 import numpy as np
 from numba import prange
 
-from minifw._jit import PARALLEL_FROM, compile_functions, njit, serial_twin
+from minifw._jit import (
+    PARALLEL_FROM,
+    PerOp,
+    compile_functions,
+    njit,
+    recompile_with,
+    serial_twin,
+)
+from minifw._threads import parallel_threads
 from minifw.core import operators, tensor_data
 from minifw.core.tensor_data import Index
 from minifw.simple_ops import HostStorage
 from minifw.tensor_ops import Storage
 
+
+def _inlined(fn: Any) -> Any:
+    """`fn` compiled to be inlined into the kernels that call it."""
+    return njit(fn, inline="always")
+
+
 _fns = compile_functions(
     [operators, tensor_data],
     operators.KERNEL_FUNCTIONS + tensor_data.KERNEL_FUNCTIONS,
-    lambda fn: njit(fn, inline="always"),
+    _inlined,
 )
 unary = _fns.unary
 binary = _fns.binary
@@ -259,6 +277,21 @@ _map_serial, _zip_serial, _reduce_serial, _matmul_serial = (
 )
 
 
+@functools.cache
+def _knowing_only(op: int) -> dict[str, Any]:
+    """`unary` and `binary` that know op code `op` only, calling the compiled scalar functions."""
+    only = recompile_with(_fns, operators.dispatchers_for(op), [operators], _inlined)
+    return {"unary": only.unary, "binary": only.binary}
+
+
+# The kernels the launchers run: `_MAP[parallel][op]` is `_map` (or its serial twin)
+# compiled for op code `op` alone, on the op's first launch (see `_jit.PerOp`).
+_MAP, _ZIP, _REDUCE = (
+    {True: PerOp(kernel, _knowing_only), False: PerOp(serial, _knowing_only)}
+    for kernel, serial in ((_map, _map_serial), (_zip, _zip_serial), (_reduce, _reduce_serial))
+)
+
+
 class ReadableFastOps(HostStorage):
     """The readable kernels of this file only (the ones students write), on the CPU.
 
@@ -270,6 +303,17 @@ class ReadableFastOps(HostStorage):
 
     device = "cpu"
     parallel_from = PARALLEL_FROM
+    follow_load = True
+
+    @classmethod
+    def parallel(cls, work: int) -> bool:
+        """True to launch the parallel kernel for `work` units of work, else its serial twin.
+
+        Parallel from `parallel_from` units on, while other processes leave this one more
+        than a core (`minifw/_threads.py`: on a busy machine the pool's threads wait for
+        time slices, and a serial loop is faster).
+        """
+        return work >= cls.parallel_from and (not cls.follow_load or parallel_threads() > 1)
 
     @classmethod
     def map(
@@ -277,8 +321,7 @@ class ReadableFastOps(HostStorage):
         a: Storage, a_shape: Index, a_strides: Index,
     ) -> None:  # fmt: skip
         """out[i] = unary(op, a[i]) for every cell i of out; `a` broadcasts to out."""
-        kernel = _map if out.size >= cls.parallel_from else _map_serial
-        kernel(op, out, out_shape, out_strides, a, a_shape, a_strides)
+        _MAP[cls.parallel(out.size)][op](op, out, out_shape, out_strides, a, a_shape, a_strides)
 
     @classmethod
     def zip(
@@ -287,8 +330,9 @@ class ReadableFastOps(HostStorage):
         b: Storage, b_shape: Index, b_strides: Index,
     ) -> None:  # fmt: skip
         """out[i] = binary(op, a[i], b[i]); `a` and `b` broadcast to out."""
-        kernel = _zip if out.size >= cls.parallel_from else _zip_serial
-        kernel(op, out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
+        _ZIP[cls.parallel(out.size)][op](
+            op, out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides
+        )
 
     @classmethod
     def reduce(
@@ -297,8 +341,9 @@ class ReadableFastOps(HostStorage):
     ) -> None:  # fmt: skip
         """out[i] = fold of binary(op) along `dim` of a, starting from out's current value."""
         work = out.size * int(a_shape[dim])
-        kernel = _reduce if work >= cls.parallel_from else _reduce_serial
-        kernel(op, out, out_shape, out_strides, a, a_shape, a_strides, dim)
+        _REDUCE[cls.parallel(work)][op](
+            op, out, out_shape, out_strides, a, a_shape, a_strides, dim
+        )
 
     @classmethod
     def matmul(
@@ -308,7 +353,7 @@ class ReadableFastOps(HostStorage):
     ) -> None:  # fmt: skip
         """out[n, i, j] = sum_k a[n, i, k] * b[n, k, j] over 3-D operands; batch dims broadcast."""
         work = out.size * int(a_shape[2]) // 2
-        kernel = _matmul if work >= cls.parallel_from else _matmul_serial
+        kernel = _matmul if cls.parallel(work) else _matmul_serial
         kernel(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
 
 
@@ -341,7 +386,7 @@ class FastOps(ReadableFastOps):
         if fast_paths is None:
             super().map(op, out, out_shape, out_strides, a, a_shape, a_strides)
         else:
-            parallel = out.size >= cls.parallel_from
+            parallel = cls.parallel(out.size)
             fast_paths.run_map(op, out, out_shape, out_strides, a, a_shape, a_strides, parallel)
 
     @classmethod
@@ -356,7 +401,7 @@ class FastOps(ReadableFastOps):
         if fast_paths is None:
             super().zip(*args)
         else:
-            fast_paths.run_zip(*args, out.size >= cls.parallel_from)
+            fast_paths.run_zip(*args, cls.parallel(out.size))
 
     @classmethod
     def reduce(
@@ -368,7 +413,7 @@ class FastOps(ReadableFastOps):
         if fast_paths is None:
             super().reduce(*args)
         else:
-            fast_paths.run_reduce(*args, out.size * int(a_shape[dim]) >= cls.parallel_from)
+            fast_paths.run_reduce(*args, cls.parallel(out.size * int(a_shape[dim])))
 
     @classmethod
     def matmul(
@@ -381,7 +426,7 @@ class FastOps(ReadableFastOps):
         if fast_paths is None:
             super().matmul(*args)
         else:
-            fast_paths.run_matmul(*args, out.size * int(a_shape[2]) // 2 >= cls.parallel_from)
+            fast_paths.run_matmul(*args, cls.parallel(out.size * int(a_shape[2]) // 2))
 
 
 __all__ = ["PARALLEL_FROM", "FastOps", "ReadableFastOps", "as_numbers"]

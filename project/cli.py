@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from minifw.datasets import DATASETS
+from project.kernels import CompileNotices
 from project.training import BACKENDS, EpochRecord, Trainer, final_figures
 
 
@@ -120,7 +121,8 @@ def run(
                 trainer.save(checkpoint)
 
     try:
-        trainer.train(epochs, log_fn)
+        with CompileNotices(sys.stderr):
+            trainer.train(epochs, log_fn)
     except KeyboardInterrupt:
         print(f"\ninterrupted after epoch {trainer.epochs_done}", file=stream)
     finally:

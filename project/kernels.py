@@ -40,7 +40,8 @@ class CompileState:
     """What Numba has compiled in this process.
 
     Attributes:
-        compiled: kernels compiled since the monitor was installed (cache misses).
+        compiled: kernels compiled since the monitor was installed (cache misses; the
+            helpers compiled as part of a kernel count with it).
         current: the kernel being compiled now ("" when none).
         current_seconds: how long the current one has been compiling.
         seconds: total seconds spent compiling.
@@ -97,8 +98,8 @@ class CompileMonitor:
         with self._lock:
             if self._stack:
                 _, since = self._stack.pop()
-                self._compiled += 1
-                if not self._stack:  # nested compiles are counted inside their outer one
+                if not self._stack:  # a nested compile (a helper) is part of its outer one
+                    self._compiled += 1
                     self._seconds += time.perf_counter() - since
 
 
@@ -115,6 +116,48 @@ MONITOR = CompileMonitor()
 def monitor() -> CompileMonitor:
     """The process's compile monitor, installed."""
     return MONITOR.install()
+
+
+class CompileNotices:
+    """While kernels compile, a line on `stream` every `every` seconds saying so.
+
+    "compiling kernels (first run only, cached after): 12 so far, now `_zip__op100`, 9 s".
+    Used as a context manager around a run; at the end, if anything compiled, one line
+    with the count and the seconds. Nothing is printed when the cache was warm.
+    """
+
+    def __init__(self, stream: Any, every: float = 2.0) -> None:
+        self.stream = stream
+        self.every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._start = CompileState()
+        self._started = 0.0
+
+    def __enter__(self) -> CompileNotices:
+        self._start = monitor().state()
+        self._started = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        done = monitor().state()
+        count = done.compiled - self._start.compiled
+        if count:
+            seconds = done.seconds - self._start.seconds
+            print(f"compiled {count} kernels in {seconds:.1f} s (cached: later runs "
+                  "load them from disk)", file=self.stream, flush=True)  # fmt: skip
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.every):
+            state = monitor().state()
+            if state.current:
+                count = state.compiled - self._start.compiled
+                print(f"compiling kernels (first run only, cached after): {count} so far, "
+                      f"now `{state.current}`, {time.perf_counter() - self._started:.0f} s",
+                      file=self.stream, flush=True)  # fmt: skip
 
 
 def marker_dir() -> Path:

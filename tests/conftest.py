@@ -31,7 +31,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "cudasim",
-    max_examples=8,
+    max_examples=5,
     deadline=None,
     derandomize=True,  # CI runs the same small sample every time
     suppress_health_check=list(HealthCheck),

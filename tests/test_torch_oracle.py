@@ -153,7 +153,7 @@ def run_both(case: Case, arrays: list[np.ndarray], backend: TensorBackend, grad:
 
 
 # Cases whose forward, or backward, is given code (views, indexing, joins, the max of all
-# cells) or task 2.1's permute: they are checked, never graded.
+# cells, a tensor exponent) or task 2.1's permute: they are checked, never graded.
 GIVEN_FORWARD = {
     "T", "mT", "permute", "transpose", "expand", "expand_new", "flatten", "flatten_range",
     "index_ellipsis", "index_int", "index_mixed", "squeeze", "squeeze_dim", "unsqueeze",
@@ -162,6 +162,7 @@ GIVEN_FORWARD = {
 GIVEN_BACKWARD = {
     "cat", "stack", "max", "flatten", "flatten_range", "index_ellipsis", "index_int",
     "index_mixed", "squeeze", "squeeze_dim", "unsqueeze", "view", "view_split",
+    "pow_tensor_exponent",
 }  # fmt: skip
 FORWARD_CASES = [c for c in CASES if c.name not in GIVEN_FORWARD]
 GIVEN_FORWARD_CASES = [c for c in CASES if c.name in GIVEN_FORWARD]
@@ -224,7 +225,7 @@ def test_backward_matches_pytorch(backend: TensorBackend, case: Case, data: st.D
     check_backward(backend, case, data)
 
 
-@pytest.mark.extra  # the backward of views, indexing, cat and the max of all cells is given
+@pytest.mark.extra  # given backward: views, indexing, cat, the max of all cells, t ** tensor
 @pytest.mark.parametrize("case", GIVEN_BACKWARD_CASES, ids=lambda c: c.name)
 @fixture_ok
 @given(data=st.data())

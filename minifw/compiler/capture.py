@@ -15,7 +15,9 @@ runs eagerly instead): reading values on the host (`item()`, `numpy()`,
 not compute (except a leaf whose gradient a backward in the function made: an
 optimizer step), random numbers, and autograd state the replay cannot rebuild.
 Optimizers report what they cannot replay (`hooks.unreplayable`), and the Python
-values they read that a replay must match (`hooks.guard`).
+values they read that a replay must match (`hooks.guard`). Losses report the checks
+they make on an argument's values (class indices in range: `hooks.check`), which a
+replay repeats on its own arguments before running anything.
 """
 
 from __future__ import annotations
@@ -95,9 +97,10 @@ class Graph:
     function set with the view of the buffer holding that gradient, or None when
     the function used that gradient and set `.grad` back to None (an update step).
     `guards` pairs functions reading Python state with the values they returned
-    at capture: a replay runs only while they return the same. `cleared` holds the
-    leaves whose `.grad` the function set to None before its backward set it
-    (`optimizer.zero_grad()` first): a replay clears them too.
+    at capture: a replay runs only while they return the same. `checks` are checks of
+    an argument's values (its view, backend, check) that a replay repeats first.
+    `cleared` holds the leaves whose `.grad` the function set to None before its
+    backward set it (`optimizer.zero_grad()` first): a replay clears them too.
     """
 
     buffers: list[Buffer]
@@ -109,6 +112,16 @@ class Graph:
     grads: list[tuple[Any, Ref | None]] = field(default_factory=list)
     guards: list[tuple[Callable[[], Any], Any]] = field(default_factory=list)
     cleared: list[Any] = field(default_factory=list)
+    checks: list[tuple[Ref, Any, Callable[[Any], None]]] = field(default_factory=list)
+
+
+def host_values(backend: Any, data: TensorData) -> np.ndarray:
+    """The cells of `data` as a host array, read without telling any listener (a check)."""
+    host = np.asarray(backend.ops.to_numpy(data.storage))
+    size = host.itemsize
+    return np.lib.stride_tricks.as_strided(
+        host[data.offset :], data.shape, [s * size for s in data.strides], writeable=False
+    )
 
 
 class Recorder(hooks.Listener):
@@ -126,6 +139,7 @@ class Recorder(hooks.Listener):
         self._backward_depth = 0  # backward passes running now
         self.leaves: dict[int, Tensor] = {}  # leaves whose .grad a backward in f made
         self.guards: list[tuple[Callable[[], Any], Any]] = []
+        self.checks: list[tuple[Ref, Any, Callable[[Any], None]]] = []
         self.cleared: dict[int, Tensor] = {}  # leaves whose .grad f set to None first
         self._ids: dict[int, int] = {}
         self._alive: list[Any] = []  # every storage seen, so that ids stay unique
@@ -165,6 +179,15 @@ class Recorder(hooks.Listener):
     def on_guard(self, read: Callable[[], Any]) -> None:
         """Replay only while `read()` returns what it returns now (an optimizer's lr)."""
         self.guards.append((read, read()))
+
+    def on_check(self, data: TensorData, backend: Any, check: Callable[[Any], None]) -> None:
+        """Check the values now; a replay checks its arguments' values the same way."""
+        ref = self.ref(data)
+        check(host_values(backend, data))
+        if self.buffers[ref.buf].origin != "input":
+            self.on_host_read(f"a check of the values of a tensor of shape {data.shape}")
+            return
+        self.checks.append((ref, backend, check))
 
     def on_backward(self, entering: bool) -> None:
         """Follow the backward passes, so that their launches count as a backward in f."""
@@ -263,6 +286,7 @@ def recording(recorder: Recorder) -> Iterator[None]:
 def analyse(recorder: Recorder, result: Any) -> Graph:
     """Describe the function's result (and its autograd graph) over the recorded buffers."""
     graph = Graph(recorder.buffers, recorder.steps, [], [], None, guards=recorder.guards)
+    graph.checks = recorder.checks
     describer = _Describer(recorder, graph)
     outputs: list[Tensor] = []
     _collect(result, outputs)

@@ -173,7 +173,7 @@ class CompiledFunction:
             while len(self._plans) > MAX_GRAPHS:
                 self._plans.popitem(last=False)
         if plan is None:
-            shapes = ", ".join(str(t.shape) for t in inputs) or "no tensors"
+            shapes = ", ".join(str(tuple(t.shape)) for t in inputs) or "no tensors"
             _warn(f"could not capture {_name(self.fn)} for inputs of shapes {shapes}: "
                   f"{'; '.join(problems)}. It runs eagerly for these inputs.")  # fmt: skip
         return result

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from minifw._jit import PARALLEL_FROM
-from minifw.compiler.capture import Graph, Ref, Step
+from minifw._threads import parallel_threads
+from minifw.compiler.capture import Graph, Ref, Step, host_values
 from minifw.compiler.fusion import (
     Group,
     fused_kernel,
@@ -151,7 +152,7 @@ class _FusedRun:
         kernels, self.path = fused_kernel(self.source)
         self.shape = np.array(group.shape, np.int64)
         self.cells = int(np.prod(group.shape, dtype=np.int64))
-        self.kernel = kernels[0] if self.cells >= PARALLEL_FROM else kernels[1]
+        self.parallel_kernel, self.serial_kernel = kernels
         self.outputs = [(b, graph.buffers[b].dtype) for b in group.outputs]
         self.into = group.into  # outputs written into another buffer's cells (x -= y)
         # Per operand read: buffer, offset and the sizes the kernel takes after it.
@@ -180,8 +181,11 @@ class _FusedRun:
             args += (base[offset:] if offset else base, *extra)
         if self.cells == 0:
             return
+        # in parallel from PARALLEL_FROM cells while the machine has cores free (_threads)
+        threads = parallel_threads() if self.cells >= PARALLEL_FROM else 1
+        kernel = self.parallel_kernel if threads > 1 else self.serial_kernel
         if not observed:
-            self.kernel(*args)
+            kernel(*args)
             return
         shape = self.group.shape
         datas = tuple(TensorData(out, shape) for out in outs)
@@ -189,7 +193,7 @@ class _FusedRun:
             TensorData(bufs[r.buf], r.shape, r.strides, r.offset) for r in self.group.leaves
         )
         launch = Launch(self.backend, "fused", -1, datas, leaves, name=self.name,
-                        fused_ops=self.ops, runner=lambda: self.kernel(*args))  # fmt: skip
+                        fused_ops=self.ops, runner=lambda: kernel(*args))  # fmt: skip
         hooks.launch(launch)
 
 
@@ -277,6 +281,10 @@ class Plan:
             versions[ref.buf] = data.version
         for n, storage in self.consts:
             bufs[n] = storage
+        for ref, backend, check in graph.checks:  # class indices in range, ...
+            check(
+                host_values(backend, TensorData(bufs[ref.buf], ref.shape, ref.strides, ref.offset))
+            )
         rebuild = _Rebuild(self, bufs, versions, inputs)
         for leaf in graph.cleared:  # f clears these first (optimizer.zero_grad())
             rebuild.value(leaf).grad = None

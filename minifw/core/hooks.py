@@ -15,6 +15,8 @@ on_host_read        Tensor.numpy (CPU reads launch nothing)     values are read 
 on_unreplayable     optimizers                                  a step a replay cannot redo
 on_guard            optimizers                                  Python state baked into
                                                                 kernels (a learning rate)
+on_check            losses (class-index targets)                values are checked on the
+                                                                host, never computed with
 on_grads_cleared    Optimizer.zero_grad                         .grad set to None
 ==================  ==========================================  ===========================
 
@@ -150,6 +152,9 @@ class Listener:
     def on_grads_cleared(self, tensors: list[Any]) -> None:
         """These tensors' .grad is set to None now (`Optimizer.zero_grad`)."""
 
+    def on_check(self, data: TensorData, backend: Any, check: Callable[[Any], None]) -> None:
+        """`check(values)` validates the values of `data` (raising on bad ones) now."""
+
 
 class _PerThread(threading.local):
     def __init__(self) -> None:
@@ -268,6 +273,12 @@ def guard(read: Callable[[], Any]) -> None:
         listener.on_guard(read)
 
 
+def check(data: TensorData, backend: Any, check: Callable[[Any], None]) -> None:
+    """Tell listeners that `check` validates the values of `data` (a replay repeats it)."""
+    for listener in tuple(_local.listeners):
+        listener.on_check(data, backend, check)
+
+
 def grads_cleared(tensors: list[Any]) -> None:
     """Tell listeners that these tensors' .grad is set to None now."""
     for listener in tuple(_local.listeners):
@@ -275,7 +286,8 @@ def grads_cleared(tensors: list[Any]) -> None:
 
 
 __all__ = [
-    "KINDS", "Launch", "Listener", "Proceed", "add_listener", "anyone_listening", "grads_cleared",
+    "KINDS", "Launch", "Listener", "Proceed", "add_listener", "anyone_listening", "check",
+    "grads_cleared",
     "guard", "host_read", "launch", "leaf_grad", "listen", "listening", "op_name", "recording",
     "remove_listener", "run_backward", "run_function", "unreplayable",
 ]  # fmt: skip

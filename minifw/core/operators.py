@@ -716,31 +716,48 @@ def binary_function(op: int) -> Callable[[float, float], float]:
 _DISPATCH_FILE = "<minifw.core.operators: unary and binary, generated from OP_TABLE>"
 
 
-def dispatch_source() -> str:
-    """The Python source of `unary` and `binary`: one `if op == CODE` branch per row."""
-    return _dispatcher("unary", "x", 1) + "\n\n\n" + _dispatcher("binary", "x, y", 2) + "\n"
+def dispatch_source(codes: Iterable[int] | None = None) -> str:
+    """The Python source of `unary` and `binary`: one `if op == CODE` branch per row.
+
+    With `codes`, only the rows of those codes get a branch (every other code gives nan):
+    the helpers of a kernel compiled for one op (`_jit.PerOp`).
+    """
+    wanted = None if codes is None else set(codes)
+    rows = [row for row in OP_TABLE.values() if wanted is None or row.code in wanted]
+    return (
+        _dispatcher("unary", "x", 1, rows)
+        + "\n\n\n"
+        + _dispatcher("binary", "x, y", 2, rows)
+        + "\n"
+    )
 
 
-def _dispatcher(name: str, args: str, arity: int) -> str:
+def _dispatcher(name: str, args: str, arity: int, rows: list[OpRow]) -> str:
     typed = ", ".join(f"{arg}: float" for arg in args.split(", "))
     lines = [
         f"def {name}(op: int, {typed}) -> float:",
         f'    """Apply the {name} op whose code is `op` to {args} (generated from OP_TABLE)."""',
     ]
-    for row in OP_TABLE.values():
+    for row in rows:
         if row.arity == arity:
             lines += [f"    if op == {row.name.upper()}:", f"        return {row.name}({args})"]
     lines.append("    return math.nan  # not a code of the table: launchers refuse it first")
     return "\n".join(lines)
 
 
-def _compile_dispatchers() -> dict[str, Any]:
+def _compile_dispatchers(codes: tuple[int, ...] | None = None) -> dict[str, Any]:
     """Run the generated source with this module's globals; return its two functions."""
-    source = dispatch_source()
-    linecache.cache[_DISPATCH_FILE] = (len(source), None, source.splitlines(True), _DISPATCH_FILE)
+    source = dispatch_source(codes)
+    where = _DISPATCH_FILE if codes is None else f"<minifw.core.operators: ops {codes}>"
+    linecache.cache[where] = (len(source), None, source.splitlines(True), where)
     generated: dict[str, Any] = {}
-    exec(compile(source, _DISPATCH_FILE, "exec"), globals(), generated)
+    exec(compile(source, where, "exec"), globals(), generated)
     return generated
+
+
+def dispatchers_for(op: int) -> dict[str, Any]:
+    """`unary` and `binary` that know op code `op` only (nan for any other code)."""
+    return _compile_dispatchers((op,))
 
 
 _generated = _compile_dispatchers()

@@ -11,7 +11,7 @@ def generated_sources() -> dict[str, str]:
 
     The dispatchers appear where `operators.py` generates them (`dispatch_source`).
     """
-    sources = {f"line_loops.{name}": text for name, text in line_loops.GENERATED_SOURCE.items()}
+    sources = {f"line_loops.{name}": text for name, text in line_loops.line_sources().items()}
     dispatch_source = getattr(operators, "dispatch_source", None)
     if dispatch_source is not None:
         sources["operators.dispatch_source()"] = dispatch_source()

@@ -15,6 +15,7 @@ import numpy as np
 from numba import prange
 
 from minifw._jit import PARALLEL_FROM, njit, serial_twin
+from minifw._threads import parallel_threads
 
 
 @njit(parallel=True, cache=True)
@@ -38,8 +39,11 @@ sub_scaled_serial = serial_twin(sub_scaled)  # for small parameters: no thread p
 
 
 def update_in_place(p: np.ndarray, g: np.ndarray, rate: np.ndarray) -> None:
-    """Run `sub_scaled` on flat `p` and `g` (in parallel from PARALLEL_FROM cells)."""
-    if p.shape[0] >= PARALLEL_FROM:
+    """Run `sub_scaled` on flat `p` and `g`, in parallel from PARALLEL_FROM cells.
+
+    Serially while other processes leave this one no more than a core (`_threads.py`).
+    """
+    if p.shape[0] >= PARALLEL_FROM and parallel_threads() > 1:
         sub_scaled(p, g, rate)
     else:
         sub_scaled_serial(p, g, rate)

@@ -3,38 +3,54 @@
 `FastOps` calls `run_map`, `run_zip` and `run_reduce` here when `minifw/fast_paths/`
 is present; the readable kernels of `fast_ops.py` compute the same cells. The work
 is cut into lines (a row of the last dim, or a dense run of cells): index math runs
-once per line, and each line runs in a loop that `_op_by_op` generates with the op
+once per line, and each line runs in a loop that `line_source` generates with the op
 code written in as a constant, so LLVM inlines the scalar function and runs the
-loop in SIMD lanes. `GENERATED_SOURCE` holds that source (`python -m
-minifw.fast_paths` prints it). Each kernel also has a serial twin (same code,
-`parallel` off) for small inputs, where waking the thread pool would cost more than
-the work; the caller picks one with `parallel`.
+loop in SIMD lanes (`python -m minifw.fast_paths` prints every line loop). Each
+kernel is compiled per op code on that op's first launch (`_jit.PerOp`), and has a
+serial twin (same code, `parallel` off) for small inputs, where waking the thread
+pool would cost more than the work; the caller picks one with `parallel`.
+The index helpers are called, not inlined by Numba (LLVM inlines them): Numba's own
+inlining re-types each helper in every kernel, and cost more compile time than it saved.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 from numba import prange
 
-from minifw._jit import compile_functions, njit, serial_twin
+from minifw._jit import PerOp, compile_functions, njit, recompile_with, respecialise, serial_twin
 from minifw.core import operators, tensor_data
 from minifw.core.operators import ADD, MAX
 from minifw.core.tensor_data import Index
 from minifw.fast_paths import simd_math as _simd_math
 from minifw.tensor_ops import Storage
 
-_fns = compile_functions(
+
+def _inlined(fn: Any) -> Any:
+    """`fn` compiled to be inlined by Numba into the kernels that call it."""
+    return njit(fn, inline="always")
+
+
+# The scalar functions and index helpers, called (LLVM inlines them where it pays).
+# `exp` is the same e^x written to run in SIMD lanes (see simd_math).
+_called = compile_functions(
     [operators, tensor_data],
     operators.KERNEL_FUNCTIONS + tensor_data.KERNEL_FUNCTIONS,
-    lambda fn: njit(fn, inline="always"),
-    replacements={"exp": _simd_math.exp},  # the same e^x, in SIMD lanes (see simd_math)
+    njit,
+    replacements={"exp": _simd_math.exp},
 )
-binary = _fns.binary
-to_index = _fns.to_index
-index_to_position = _fns.index_to_position
-broadcast_index = _fns.broadcast_index
+to_index = _called.to_index
+index_to_position = _called.index_to_position
+broadcast_index = _called.broadcast_index
+# The same scalar functions inlined by Numba, for the reductions: so that they compile
+# under the reductions' fastmath flags, which let sums run in SIMD lanes.
+_inlined_ops = compile_functions(
+    [operators], operators.KERNEL_FUNCTIONS, _inlined, replacements={"exp": _simd_math.exp}
+)
+binary = _inlined_ops.binary
 
 # Work split. A map/zip task covers about CHUNK cells (whole rows of the last dim);
 # a reduction over a dim other than the last handles REDUCE_BLOCK output columns per task.
@@ -45,7 +61,7 @@ REDUCE_BLOCK = 128
 SUM_MATH = {"reassoc", "contract"}
 
 
-@njit(inline="always")
+@njit
 def _is_row_major(shape: Any, strides: Any) -> bool:
     """True when `strides` are the row-major strides of `shape` (size-1 dims ignored)."""
     expected = 1
@@ -56,7 +72,7 @@ def _is_row_major(shape: Any, strides: Any) -> bool:
     return True
 
 
-@njit(inline="always")
+@njit
 def _same_dense(out_shape: Any, out_strides: Any, shape: Any, strides: Any) -> bool:
     """True when an operand has out's shape and both are row-major (no index math needed)."""
     if len(shape) != len(out_shape):
@@ -67,7 +83,7 @@ def _same_dense(out_shape: Any, out_strides: Any, shape: Any, strides: Any) -> b
     return _is_row_major(out_shape, out_strides) and _is_row_major(shape, strides)
 
 
-@njit(inline="always")
+@njit
 def _numel(shape: Any) -> int:
     """The number of cells of `shape`."""
     n = 1
@@ -76,7 +92,7 @@ def _numel(shape: Any) -> int:
     return n
 
 
-@njit(inline="always")
+@njit
 def _last_step(out_shape: Any, shape: Any, strides: Any) -> int:
     """The step in storage of an operand along out's last dim (0 where it broadcasts)."""
     if len(shape) == 0 or len(out_shape) == 0 or shape[len(shape) - 1] == 1:
@@ -84,7 +100,7 @@ def _last_step(out_shape: Any, shape: Any, strides: Any) -> int:
     return int(strides[len(strides) - 1])
 
 
-@njit(inline="always")
+@njit
 def _row_tasks(rows: int, last: int) -> tuple[int, int, int, int]:
     """(tasks, rows per task, pieces per row, piece width) for about CHUNK cells a task.
 
@@ -96,85 +112,65 @@ def _row_tasks(rows: int, last: int) -> tuple[int, int, int, int]:
     return (rows + per_task - 1) // per_task * pieces, per_task, pieces, -(-last // pieces)
 
 
-GENERATED_SOURCE: dict[str, str] = {}
+def line_source(name: str, op: int | None, arity: int) -> str:
+    """The source of `name(op, out, o, o_step, a, p, a_step, b, q, b_step, n)`: one line.
 
-
-def _op_by_op(name: str, codes: dict[int, str], cell: str, in_place: Any = ()) -> Any:
-    """A compiled `name(op, out, o, o_step, a, p, a_step, b, q, b_step, n)` for a line.
-
-    It sets out[o + j * o_step] = `cell` with x = a[p + j * a_step], y = b[q + j * b_step]
-    for j < n: one line of cells (a row of the last dim, or a dense run with steps 1).
-    `cell` is one cell's expression in `{op}`, `x` and `y`. The function holds a loop
-    per code in `codes` (op code -> name) with the code written in as a constant: the
-    compiler sees which scalar function the loop applies, inlines it and (when the steps
-    are 1 at run time) runs the loop in SIMD lanes, which a loop testing `op` cell by
-    cell cannot do. Other codes get that generic loop. The source is generated, so a new
-    op needs no edit here; all the loops compile as one function (`GENERATED_SOURCE[name]`
-    holds the source, `python -m minifw.fast_paths` prints it).
+    It sets out[o + j * o_step] = f(x) (or f(x, y)) with x = a[p + j * a_step],
+    y = b[q + j * b_step] for j < n: one line of cells (a row of the last dim, or a dense
+    run with steps 1). f is the scalar function of op code `op`, called by name: the
+    compiler sees which function the loop applies, inlines it and (when the steps are 1 at
+    run time) runs the loop in SIMD lanes, which a loop testing `op` cell by cell cannot
+    do. (`op` None: the loop dispatches on the `op` it is given, for any op.)
     Positions are never negative: unsigned indices spare Numba's wraparound check.
-    Codes in `in_place` also get loops for an `a` that is out's own line (`x += y`):
-    they read x from out, since two arrays over the same cells fail the compiler's
-    run-time overlap test and would keep the loop out of SIMD lanes.
+    The ops of IN_PLACE also get a loop for an `a` that is out's own line (`x += y`)
+    reading x from out: two arrays over the same cells fail the compiler's run-time
+    overlap test, which would keep the loop out of SIMD lanes.
     """
-    index = {
-        "x": "a[np.uint64(p + j * a_step)]",
-        "y": "b[np.uint64(q + j * b_step)]",
-    }
+    args = "{x}" if arity == 1 else "{x}, {y}"
+    if op is None:
+        call = ("unary" if arity == 1 else "binary") + "(op, " + args + ")"
+    else:
+        call = operators.OP_TABLE[op].name + "(" + args + ")"
+    x, y = "a[np.uint64(p + j * a_step)]", "b[np.uint64(q + j * b_step)]"
     own_x = "out[np.uint64(o + j * o_step)]"
     store = "for j in range(n): out[np.uint64(o + j * o_step)] = "
+    in_place = op in IN_PLACE
     lines = [f"def {name}(op, out, o, o_step, a, p, a_step, b, q, b_step, n):"]
     if in_place:
         lines.append("    same = p == o and a_step == o_step and a.ctypes.data == out.ctypes.data")
-    for code in codes:
-        lines.append(f"    if op == {code}:  # {codes[code]}")
-        if "{y}" in cell:  # b broadcast along the line (x * 2, x - row_max): y read once
-            lines += ["        if b_step == 0:", "            y = b[q]"]
-            if code in in_place:
-                lines += ["            if same:"]
-                lines += [f"                {store}{cell.format(op=code, x=own_x, y='y')}"]
-                lines += ["                return"]
-            lines += [f"            {store}{cell.format(op=code, x=index['x'], y='y')}"]
+    if arity == 2:  # b broadcast along the line (x * 2, x - row_max): y read once
+        lines += ["    if b_step == 0:", "        y = b[q]"]
+        if in_place:
+            lines += ["        if same:", f"            {store}{call.format(x=own_x, y='y')}"]
             lines += ["            return"]
-        if code in in_place:
-            own = cell.format(op=code, x=own_x, y=index["y"])
-            lines += ["        if same:", f"            {store}{own}", "            return"]
-        lines += [f"        {store}{cell.format(op=code, **index)}", "        return"]
-    lines.append(f"    {store}{cell.format(op='op', **index)}")
-    GENERATED_SOURCE[name] = source = "\n".join(lines)
-    namespace = {"unary": _called.unary, "binary": _called.binary, "np": np}
+        lines += [f"        {store}{call.format(x=x, y='y')}", "        return"]
+    if in_place:
+        lines += ["    if same:", f"        {store}{call.format(x=own_x, y=y)}", "        return"]
+    lines.append(f"    {store}{call.format(x=x, y=y)}")
+    return "\n".join(lines)
+
+
+def _line_loop(name: str, op: int | None, arity: int) -> Any:
+    """`line_source(name, op, arity)` compiled, calling the compiled scalar functions."""
+    source = line_source(name, op, arity)
+    namespace = {**vars(_called), "np": np}
     exec(compile(source, f"<minifw.fast_paths.line_loops.{name}>", "exec"), namespace)
     return njit(namespace[name])
 
 
-# Called, not inlined by Numba: LLVM inlines them into each loop of `_op_by_op` once it
-# knows the op code, which is far cheaper to compile than inlining all ops everywhere.
-_called = compile_functions(
-    [operators], operators.KERNEL_FUNCTIONS, njit, replacements={"exp": _simd_math.exp}
-)
+@functools.cache
+def _inlined_knowing_only(op: int) -> Any:
+    """`unary` and `binary` that know op code `op` only, to be inlined by Numba."""
+    return recompile_with(_inlined_ops, operators.dispatchers_for(op), [operators], _inlined)
 
 
-def _own_loops(names: dict[int, str]) -> dict[int, str]:
-    """The codes of `names` that get a SIMD loop of their own in the line functions.
+# x += y, x -= y, x *= y, x /= y: the ops that get a loop for a line updated in place
+IN_PLACE = (operators.ADD, operators.SUB, operators.MUL, operators.DIV)
 
-    Every such loop lengthens the cold compile of each map and zip kernel (the loops all
-    compile as one function), so only the course's rows (unary codes 0-9, binary 100-114,
-    derivative rules 200-207) and erf (GELU) get one. The ops added since (sin, floor,
-    logical ops, ...) share the generic loop: compiled and parallel, but dispatching cell
-    by cell instead of running in SIMD lanes.
-    """
-    kept = {operators.ERF, operators.ERF_BACK}
-    return {
-        code: name
-        for code, name in names.items()
-        if code < 10 or 100 <= code < 115 or 200 <= code < 208 or code in kept
-    }
-
-
-_map_line = _op_by_op("map_line", _own_loops(operators.UNARY_NAMES), "unary({op}, {x})")
-_zip_line = _op_by_op(
-    "zip_line", _own_loops(operators.BINARY_NAMES), "binary({op}, {x}, {y})",
-    in_place=(operators.ADD, operators.SUB, operators.MUL, operators.DIV),  # +=, -=, *=, /=
-)  # fmt: skip
+# The line loops for any op (the op read at run time), as `_map` and `_zip` below are
+# written; each op's copy of them (`_MAP[parallel][op]`, ...) calls that op's own loop.
+_map_line = _line_loop("map_line", None, 1)
+_zip_line = _line_loop("zip_line", None, 2)
 
 
 @njit(parallel=True, cache=True)
@@ -392,13 +388,48 @@ _reduce_along_serial, _reduce_across_serial = (
 )
 
 
+def _op_name(op: int) -> str:
+    """The op table's name of `op` (`exp`), for the names of its line loops."""
+    return operators.UNARY_NAMES.get(op) or operators.BINARY_NAMES[op]
+
+
+def _map_helpers(op: int) -> dict[str, Any]:
+    """What `_map`'s copy for op `op` calls: that op's own line loop."""
+    return {"_map_line": _line_loop(f"map_line_{_op_name(op)}", op, 1)}
+
+
+def _zip_helpers(op: int) -> dict[str, Any]:
+    """What `_zip`'s copy for op `op` calls: that op's own line loop."""
+    return {"_zip_line": _line_loop(f"zip_line_{_op_name(op)}", op, 2)}
+
+
+def _reduce_helpers(op: int) -> dict[str, Any]:
+    """What the reductions' copies for op `op` call: folds whose `binary` knows `op` only."""
+    only = {"binary": _inlined_knowing_only(op).binary}
+    return {name: respecialise(fold, f"__op{op}", only) for name, fold in
+            (("_fold", _fold), ("_fold_block", _fold_block))}  # fmt: skip
+
+
+# The kernels `run_*` launch: `_MAP[parallel][op]` is `_map` (or its serial twin) with the
+# line loop of op code `op`, compiled on that op's first launch (see `_jit.PerOp`).
+_MAP = {True: PerOp(_map, _map_helpers), False: PerOp(_map_serial, _map_helpers)}
+_ZIP = {True: PerOp(_zip, _zip_helpers), False: PerOp(_zip_serial, _zip_helpers)}
+_REDUCE_ALONG = {
+    True: PerOp(_reduce_along, _reduce_helpers),
+    False: PerOp(_reduce_along_serial, _reduce_helpers),
+}
+_REDUCE_ACROSS = {
+    True: PerOp(_reduce_across, _reduce_helpers),
+    False: PerOp(_reduce_across_serial, _reduce_helpers),
+}
+
+
 def run_map(
     op: int, out: Storage, out_shape: Index, out_strides: Index,
     a: Storage, a_shape: Index, a_strides: Index, parallel: bool,
 ) -> None:  # fmt: skip
     """out[i] = unary(op, a[i]) for every cell i of out; `a` broadcasts to out."""
-    kernel = _map if parallel else _map_serial
-    kernel(op, out, out_shape, out_strides, a, a_shape, a_strides)
+    _MAP[parallel][op](op, out, out_shape, out_strides, a, a_shape, a_strides)
 
 
 def run_zip(
@@ -407,7 +438,7 @@ def run_zip(
     b: Storage, b_shape: Index, b_strides: Index, parallel: bool,
 ) -> None:  # fmt: skip
     """out[i] = binary(op, a[i], b[i]); `a` and `b` broadcast to out."""
-    kernel = _zip if parallel else _zip_serial
+    kernel = _ZIP[parallel][op]
     kernel(op, out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides)
 
 
@@ -421,11 +452,18 @@ def run_reduce(
     contiguous columns at a time (`_reduce_across`), streaming through memory.
     """
     last = len(a_shape) - 1
-    if dim == last or a_shape[last] == 1:
-        kernel = _reduce_along if parallel else _reduce_along_serial
-    else:
-        kernel = _reduce_across if parallel else _reduce_across_serial
-    kernel(op, out, out_shape, out_strides, a, a_shape, a_strides, dim)
+    kernels = _REDUCE_ALONG if dim == last or a_shape[last] == 1 else _REDUCE_ACROSS
+    kernels[parallel][op](op, out, out_shape, out_strides, a, a_shape, a_strides, dim)
 
 
-__all__ = ["CHUNK", "GENERATED_SOURCE", "REDUCE_BLOCK", "run_map", "run_reduce", "run_zip"]
+def line_sources() -> dict[str, str]:
+    """Name -> source of the line loop of every op code, as the kernels compile them."""
+    sources = {}
+    for op, name in operators.UNARY_NAMES.items():
+        sources[f"map_line_{name}"] = line_source(f"map_line_{name}", op, 1)
+    for op, name in operators.BINARY_NAMES.items():
+        sources[f"zip_line_{name}"] = line_source(f"zip_line_{name}", op, 2)
+    return sources
+
+
+__all__ = ["CHUNK", "REDUCE_BLOCK", "line_sources", "run_map", "run_reduce", "run_zip"]

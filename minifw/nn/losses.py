@@ -2,9 +2,11 @@
 
 Class-index targets pick one log-probability per sample with a 0/1 mask built on the
 host by comparing the targets with `arange(C)` (a gather that every backend can run
-and autograd differentiates). Without class weights, a "mean" or "sum" loss is one
-`MaskedSum` node: the mask holds -1 (or -1/count) at each picked cell, so the loss
-is one product and one reduction. `reduction` is "mean", "sum" or "none", as in PyTorch.
+and autograd differentiates); while `mf.compile` captures, kernels build that mask
+where the targets lie, so that a replay reads no values on the host. Without class
+weights, a "mean" or "sum" loss is one `MaskedSum` node: the mask holds -1 (or
+-1/count) at each picked cell, so the loss is one product and one reduction.
+`reduction` is "mean", "sum" or "none", as in PyTorch.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import warnings
 
 import numpy as np
 
+from minifw.core import hooks
 from minifw.core import operators as ops
 from minifw.nn.activation import log_softmax, logsigmoid
 from minifw.nn.module import Module
+from minifw.tensor.creation import arange
 from minifw.tensor.functions import Function, FunctionCtx, Where
 from minifw.tensor.tensor import Tensor, tensor
 
@@ -51,19 +55,23 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor: 
     return _reduce(diff * diff, reduction)
 
 
-def _class_indices(
-    input: Tensor,  # noqa: A002
-    target: Tensor,
-    ignore_index: int,
-) -> np.ndarray:
-    """`target` checked against `input` (N, C, ...) and returned as host class indices."""
+def _check_target_shape(input: Tensor, target: Tensor) -> None:  # noqa: A002
+    """Raise unless `target` has `input`'s shape without the class dim."""
     expected = input.shape[:1] + input.shape[2:] if input.dim() > 1 else ()
     if target.shape != expected:
         raise ValueError(
             f"Expected target of shape {expected} for input of shape {input.shape} (classes "
             f"along dim {min(1, input.dim() - 1)}), got target of shape {target.shape}"
         )
-    values = target.detach().cpu().numpy()
+
+
+def _check_class_values(
+    values: np.ndarray,
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    ignore_index: int,
+) -> None:
+    """Raise unless the host `values` of `target` are class indices of `input` (or ignored)."""
     if target.dtype.is_floating_point and not np.all(values == np.round(values)):
         raise ValueError(
             f"class-index targets must hold whole numbers (got a {target.dtype} target "
@@ -77,7 +85,37 @@ def _class_indices(
                 f"Target {int(bad.flat[0])} is out of bounds (expected 0 <= target < {classes} "
                 f"for input of shape {input.shape})."
             )
+
+
+def _class_indices(
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    ignore_index: int,
+) -> np.ndarray:
+    """`target` checked against `input` (N, C, ...) and returned as host class indices."""
+    _check_target_shape(input, target)
+    values = target.detach().cpu().numpy()
+    _check_class_values(values, input, target, ignore_index)
     return values
+
+
+def _picked_on_device(input: Tensor, target: Tensor, ignore_index: int) -> Tensor:  # noqa: A002
+    """The bool mask of the cells nll_loss picks, computed by kernels where `target` lies.
+
+    What `mf.compile` captures (no host read): the targets' values are only checked on
+    the host (`hooks.check`), and a replay repeats that check on its own targets.
+    """
+    _check_target_shape(input, target)
+    hooks.check(
+        target._data, target.backend,
+        lambda values: _check_class_values(values, input, target, ignore_index),
+    )  # fmt: skip
+    cls = 1 if input.dim() > 1 else 0
+    shape = [1] * input.dim()
+    shape[cls] = input.shape[cls]
+    classes = arange(input.shape[cls], dtype=target.dtype, device=input.device).view(*shape)
+    picked = target.unsqueeze(cls) if input.dim() > 1 else target.view(1)
+    return (picked == classes) & (picked != ignore_index)
 
 
 class MaskedSum(Function):
@@ -131,6 +169,8 @@ def nll_loss(
     _check_reduction(reduction)
     if input.dim() == 0:
         raise ValueError(f"nll_loss: expected an input with a class dim, got shape {input.shape}")
+    if hooks.recording() and weight is None and reduction != "none":
+        return _nll_on_device(input, target, ignore_index, reduction)
     values = _class_indices(input, target, ignore_index)
     cls = 1 if input.dim() > 1 else 0
     shape = [1] * input.dim()
@@ -167,6 +207,23 @@ def nll_loss(
     if reduction == "mean":
         return losses.sum() / float(count)
     return _reduce(losses, reduction)
+
+
+def _nll_on_device(
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    ignore_index: int,
+    reduction: str,
+) -> Tensor:
+    """nll_loss's "mean" or "sum" with its mask built by kernels (while mf.compile captures).
+
+    The same mask values and launches as the host-built mask: -1 (or -1/count) at each
+    picked cell. Unlike PyTorch, a "mean" over no targets (all ignored) gives nan
+    gradients, not zeros: whether any target counts is known only on the device here.
+    """
+    picked = _picked_on_device(input, target, ignore_index).to(input.dtype)
+    mask = picked * (-1.0 / picked.sum()) if reduction == "mean" else -picked
+    return MaskedSum.apply(input, mask, False)
 
 
 def cross_entropy(

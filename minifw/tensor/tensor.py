@@ -306,7 +306,10 @@ class Tensor:
 
     @data.setter
     def data(self, value: Tensor) -> None:
+        """Take `value`'s cells, shape, dtype and device, as PyTorch's `p.data = t` does."""
         self._data = value._data
+        self.backend = value.backend
+        self.dtype = value.dtype
 
     def backward(
         self,

@@ -286,7 +286,7 @@ def kernel_notice(workload: str | None) -> None:
     cold = cold_workloads(workloads_up_to(max_module()))
     st.warning(
         f"The Numba kernels of {workload} are not compiled on this machine yet: the first "
-        "epoch compiles them (once per machine, a minute or more; later runs load them "
+        "epoch compiles them (once per machine, 20-40 s; later runs load them "
         "from disk in seconds). The page shows the compiling as it happens, or warm them "
         f"now in the background ({', '.join(cold)})."
     )

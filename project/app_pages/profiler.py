@@ -52,7 +52,7 @@ def render() -> None:
             return
     else:
         cold = backend == "fast" and not is_warm(CPU_WORKLOADS[2])
-        note = " (compiling the kernels first: once per machine, a minute or more)"
+        note = " (compiling the kernels first: once per machine, 20-40 s)"
         with st.spinner("profiling…" + (note if cold else "")):
             try:
                 prof = profile_step(make_step(model, backend, batch, hidden, compiled=False))

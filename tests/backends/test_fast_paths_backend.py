@@ -37,6 +37,7 @@ class AlwaysParallel(fast_ops.FastOps):
     """FastOps running its parallel fast paths at any size."""
 
     parallel_from = 0
+    follow_load = False  # parallel even while other processes keep the cores busy
 
 
 READABLE = get_backend("readable")

@@ -486,3 +486,55 @@ def test_in_place_writes_that_cannot_be_fused_into_their_target_still_copy():
     compiled = compare_in_place_writes(f, (3, 3), seed=13)
     (plan,) = compiled.plans()
     assert plan.describe().count("copy ->") == 2 and compiled.stats["replays"] == 2
+
+
+def _classifier_step(seed: int, reduction: str, loss_fn: str) -> tuple[object, object]:
+    """(model, step): an MLP classifier and its SGD step with int64 class labels."""
+    mf.manual_seed(seed)
+    model = mf.nn.Sequential(mf.nn.Linear(6, 8), mf.nn.ReLU(), mf.nn.Linear(8, 4))
+    opt = mf.optim.SGD(model.parameters(), lr=0.1)
+    functional = mf.nn.functional
+
+    def step(x, labels):
+        opt.zero_grad()
+        logits = model(x)
+        if loss_fn == "nll_loss":
+            loss = functional.nll_loss(
+                functional.log_softmax(logits, 1), labels, reduction=reduction
+            )
+        else:
+            loss = functional.cross_entropy(logits, labels, reduction=reduction)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, step
+
+
+@pytest.mark.parametrize("loss_fn", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_a_classifier_step_with_integer_labels_is_captured(loss_fn, reduction):
+    eager_model, eager_step = _classifier_step(3, reduction, loss_fn)
+    model, step = _classifier_step(3, reduction, loss_fn)
+    compiled = mf_compile(step)
+    rng = np.random.default_rng(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)  # no fallback to eager
+        for _ in range(4):
+            x, labels = mf.tensor(rng.random((5, 6))), mf.tensor(rng.integers(-1, 4, 5))
+            labels[labels == -1] = -100  # PyTorch's default ignore_index: skipped
+            assert compiled(x, labels).item() == eager_step(x, labels).item()
+    for ours, theirs in zip(model.parameters(), eager_model.parameters(), strict=True):
+        np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+    assert compiled.stats["replays"] == 3 and compiled.stats["fallbacks"] == 0
+
+
+def test_a_replay_checks_its_labels_as_eager_code_does():
+    _, step = _classifier_step(4, "mean", "cross_entropy")
+    compiled = mf_compile(step)
+    x = mf.tensor(np.random.default_rng(4).random((3, 6)))
+    for _ in range(2):  # a capture, then a replay
+        compiled(x, mf.tensor([0, 1, 2]))
+    assert compiled.stats["replays"] == 1
+    with pytest.raises(IndexError, match=r"Target 4 is out of bounds \(expected 0 <= target < 4"):
+        compiled(x, mf.tensor([0, 4, 2]))

@@ -159,7 +159,7 @@ def test_the_disk_cache_serves_a_second_process(tmp_path):
         x = mf.ones(4)
         f(x)
         f(x)
-        kernel = f.plans()[0].fused[0].kernel
+        kernel = f.plans()[0].fused[0].serial_kernel
         print(sum(kernel.stats.cache_hits.values()))
         """
     )

@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("minifw.scalar",),
     (
         "minifw.tensor_ops", "minifw.simple_ops", "minifw.fast_ops", "minifw.cuda_ops",
-        "minifw.backends", "minifw._jit", "minifw.cuda", "minifw.fast_paths",
+        "minifw.backends", "minifw._jit", "minifw._threads", "minifw.cuda",
+        "minifw.fast_paths",
     ),
     ("minifw.tensor",),
     (

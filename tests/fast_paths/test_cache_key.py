@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHILD = """
 import numpy as np
 from numba.core.registry import CPUDispatcher
+from minifw._jit import PerOp
 import minifw
 from minifw import fast_ops
 from minifw.core import operators
@@ -33,19 +34,20 @@ fast = get_backend("fast")
 x = fast.from_numpy(np.array([1.0, 2.0, 3.0]))
 values = fast.to_numpy(fast.map(operators.NEG, x)).tolist()
 modules = [fast_ops] + ([fast_ops.fast_paths.line_loops] if fast_ops.fast_paths else [])
-ran = [k for m in modules for k in vars(m).values()
-       if isinstance(k, CPUDispatcher) and k.signatures]
+copies = [copy for table in PerOp.tables for copy in table.copies.values()]
+ran = [k for m in modules for k in vars(m).values() if isinstance(k, CPUDispatcher)] + copies
+ran = [k for k in ran if k.signatures]
 print(minifw.__file__)
 print(*values)
 print(sum(sum(k.stats.cache_hits.values()) for k in ran),
       sum(sum(k.stats.cache_misses.values()) for k in ran))
 """
 
-# Appended to the copy's operators.py: every one-argument op now adds 100.
-NEW_UNARY = '''
+# Appended to the copy's operators.py: neg now adds 100.
+NEW_NEG = '''
 
-def unary(op: int, x: float) -> float:
-    """x + 100 for every op code (an edit the compiled kernels must pick up)."""
+def neg(x: float) -> float:
+    """x + 100 (an edit the compiled kernels must pick up)."""
     return x + 100.0
 '''
 
@@ -88,7 +90,7 @@ def test_editing_an_inlined_source_recompiles_instead_of_loading_stale_code(
     values, hits, misses = run_child(package_copy)
     assert (values, hits) == ([-1.0, -2.0, -3.0], 0) and misses >= 1, "tensor_data edited"
     with (package_copy / "minifw/core/operators.py").open("a") as source:
-        source.write(NEW_UNARY)
+        source.write(NEW_NEG)
     values, hits, misses = run_child(package_copy)
     assert values == [101.0, 102.0, 103.0], "operators.py edited: the cache served old code"
 

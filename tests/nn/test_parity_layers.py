@@ -49,7 +49,7 @@ def test_batch_norm_train_then_eval(
     shape = BATCH_NORMS[name][which]
     rng = np.random.default_rng(seed)
     settings_ = {"momentum": momentum, "affine": affine, "track_running_stats": track}
-    mine = getattr(mf.nn, name)(3, **settings_).to(getattr(mf, dtype))
+    mine = getattr(mf.nn, name)(3, **settings_).to(getattr(mf, dtype)).to(backend.device)
     theirs = getattr(torch.nn, name)(3, **settings_).to(getattr(torch, dtype))
     _copy_params(mine, theirs, rng)
     rtol, atol = TOLERANCES[dtype]
@@ -104,7 +104,7 @@ def test_batch_norm_refuses_bad_input_as_torch(
 
 def test_group_norm_module_matches_torch(backend: Any) -> None:
     rng = np.random.default_rng(0)
-    mine, theirs = mf.nn.GroupNorm(2, 4), torch.nn.GroupNorm(2, 4).double()
+    mine, theirs = mf.nn.GroupNorm(2, 4).to(backend.device), torch.nn.GroupNorm(2, 4).double()
     _copy_params(mine, theirs, rng)
     x = rng.standard_normal((3, 4, 5))
     out = mine(mf.tensor(x, backend=backend))

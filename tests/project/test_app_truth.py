@@ -243,6 +243,28 @@ def test_compile_monitor_counts_real_compiles_only() -> None:
     assert monitor.state().compiled == after and monitor.state().current == ""
 
 
+def test_scripts_say_while_kernels_compile_and_how_many_compiled() -> None:
+    import io
+    import time
+
+    import numba
+
+    def busy_without_compiling(v: float) -> float:
+        time.sleep(0.3)  # plain Python: time passes, nothing compiles
+        return v + 1.0
+
+    stream = io.StringIO()
+    with kernels.CompileNotices(stream, every=0.01):
+        compiled: Any = numba.njit(lambda v: v * 3.0)
+        assert compiled(2.0) == 6.0
+    lines = stream.getvalue().splitlines()
+    assert lines and lines[-1].startswith("compiled 1 kernels in "), lines
+    quiet = io.StringIO()
+    with kernels.CompileNotices(quiet, every=0.01):
+        assert compiled(3.0) == 9.0 and busy_without_compiling(1.0) == 2.0
+    assert quiet.getvalue() == "", "nothing compiled: nothing said"
+
+
 def test_warm_markers_and_warm_up_progress(cold_cache: Path) -> None:
     assert kernels.cold_workloads() == list(kernels.CPU_WORKLOADS)
     go = threading.Event()

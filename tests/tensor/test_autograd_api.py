@@ -109,7 +109,7 @@ ERRORS = {
     "output without grad": (lambda lib, x: lib.autograd.grad(lib.ones(2).sum(), x), "element 0"),
     "non-scalar output": (lambda lib, x: lib.autograd.grad(x * x, x), "scalar outputs"),
     "wrong grad_output shape": (
-        lambda lib, x: lib.autograd.grad(x * x, x, lib.ones(3)),
+        lambda lib, x: lib.autograd.grad(x * x, x, lib.ones(3, device=x.device)),
         "Mismatch in shape",
     ),
     "no inputs": (lambda lib, x: lib.autograd.grad((x * x).sum(), []), "cannot be empty"),

@@ -119,3 +119,13 @@ def test_move_to_cuda_and_back() -> None:
     assert x.grad is not None and x.grad.tolist() == [3.0, 3.0]
     with pytest.raises(RuntimeError, match="must be cuda device"):
         x.cuda("cpu")
+
+
+def test_assigning_data_takes_its_dtype_and_device(backend: TensorBackend) -> None:
+    param = mf.nn.Parameter(mf.zeros(3))
+    param.data = mf.tensor([1.0, 2.0], dtype=mf.float32, backend=backend)
+    assert param.dtype == mf.float32 and param.shape == (2,)
+    assert param.device.type == backend.device
+    assert param.requires_grad
+    doubled = param * 2.0  # runs on the new device, with no mix of devices
+    np.testing.assert_array_equal(doubled.detach().cpu().numpy(), [2.0, 4.0])

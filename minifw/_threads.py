@@ -1,0 +1,109 @@
+"""How many threads a parallel kernel gets: the cores other processes leave free.
+
+A parallel launch waits for its slowest thread. When other programs keep the cores busy,
+some of the pool's threads wait for a time slice, and a kernel of a millisecond takes
+ten: a training step measured 109 ms with every thread against 10 ms with one, on a
+2-core machine running two other CPU-bound processes. So the CPU backends follow the
+machine's load: every half second `parallel_threads` reads how busy the cores were
+(`/proc/stat`, every process) and how much of that was this process (`/proc/self/stat`),
+and gives the pool the cores the others left free. One thread means "run the serial
+twin". Where /proc is missing, or shows more CPUs than this process may use (a container
+on a larger host), it keeps every thread, as Numba does.
+
+MINIFW_FOLLOW_LOAD=0 turns this off (every thread, always).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import numba
+
+INTERVAL = 0.5  # seconds between two readings of the load
+# This process's own threads also spin for a while after each launch (OpenMP's wait
+# policy); a core counts as taken by others once they use more than this much of it.
+SLACK = 0.35
+
+
+def _usable_cores() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _cpus_in_proc_stat() -> int:
+    """How many CPUs /proc/stat reports (0 where it cannot be read)."""
+    try:
+        with open("/proc/stat", "rb") as stat:
+            return sum(1 for line in stat if line[:3] == b"cpu" and line[3:4].isdigit())
+    except OSError:
+        return 0
+
+
+def _busy_ticks() -> tuple[int, int] | None:
+    """(clock ticks every CPU spent busy, ticks this process ran), or None without /proc."""
+    try:
+        with open("/proc/stat", "rb") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:9]]
+        with open("/proc/self/stat", "rb") as own_stat:
+            own = own_stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, ValueError, IndexError):
+        return None
+    # user nice system idle iowait irq softirq steal: idle and iowait are free time;
+    # steal (the hypervisor ran something else) is time the pool could not have had.
+    busy = sum(fields) - fields[3] - fields[4]
+    return busy, int(own[11]) + int(own[12])  # utime + stime (fields 14 and 15)
+
+
+class LoadGauge:
+    """The thread count that pays now; reads the load at most every INTERVAL seconds."""
+
+    def __init__(self) -> None:
+        config: Any = numba.config
+        self.most: int = config.NUMBA_NUM_THREADS
+        self.cores = _usable_cores()
+        self.ticks_per_second = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        watching = os.environ.get("MINIFW_FOLLOW_LOAD", "1") != "0"
+        self.active = watching and _cpus_in_proc_stat() == self.cores and self.cores > 1
+        self.threads: int = self.most
+        self.others = 0.0  # cores other processes kept busy in the last reading
+        self._lock = threading.Lock()
+        self._last = (time.monotonic(), _busy_ticks())
+
+    def __call__(self) -> int:
+        """How many threads a parallel launch should use now (1: run serially)."""
+        if self.active and time.monotonic() - self._last[0] >= INTERVAL:
+            self._read()
+        return self.threads
+
+    def _read(self) -> None:
+        with self._lock:
+            now, ticks = time.monotonic(), _busy_ticks()
+            then, before = self._last
+            if ticks is None or before is None or now - then < INTERVAL:
+                return
+            self._last = (now, ticks)
+            elapsed = (now - then) * self.ticks_per_second
+            self.others = max(0.0, (ticks[0] - before[0]) - (ticks[1] - before[1])) / elapsed
+            free = self.cores - int(self.others + 1 - SLACK)
+            self.threads = max(1, min(self.most, free))
+
+
+gauge = LoadGauge()
+_chosen = threading.local()  # the thread count this thread last gave Numba
+
+
+def parallel_threads() -> int:
+    """Threads for a parallel launch from this thread now; sets Numba's count to it.
+
+    1 means the cores are taken: the caller runs the serial twin instead.
+    """
+    threads = gauge()
+    if threads > 1 and getattr(_chosen, "threads", None) != threads:
+        numba.set_num_threads(threads)
+        _chosen.threads = threads
+    return threads

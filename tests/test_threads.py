@@ -1,0 +1,78 @@
+"""minifw/_threads.py: parallel kernels get the cores other processes leave free."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from minifw import _threads, fast_ops
+
+pytestmark = pytest.mark.extra  # following the machine's load is no course task
+
+
+def gauge_after(
+    monkeypatch: pytest.MonkeyPatch, cores: int, others: float, mine: float
+) -> _threads.LoadGauge:
+    """A gauge on `cores` cores that has just read one second in which other processes
+    kept `others` cores busy and this one `mine` (clock ticks faked at 100 a second)."""
+    gauge = _threads.LoadGauge()
+    gauge.active, gauge.cores, gauge.most, gauge.ticks_per_second = True, cores, cores, 100
+    gauge._last = (time.monotonic() - 1.0, (1000, 300))
+    after = (1000 + round(100 * (others + mine)), 300 + round(100 * mine))
+    monkeypatch.setattr(_threads, "_busy_ticks", lambda: after)
+    gauge()
+    return gauge
+
+
+@pytest.mark.parametrize(
+    ("cores", "others", "mine", "threads"),
+    [
+        (2, 0.05, 1.9, 2),  # a quiet machine: every core, however busy this process is
+        (2, 0.3, 1.0, 2),  # a little background work does not count
+        (2, 1.0, 1.0, 1),  # one other CPU-bound process on two cores: run serially
+        (2, 2.0, 0.5, 1),  # two of them (issue 19's busy machine)
+        (16, 4.0, 8.0, 12),  # four busy cores of sixteen: the other twelve
+        (16, 16.0, 0.0, 1),
+    ],
+)
+def test_the_pool_gets_the_cores_others_leave_free(
+    monkeypatch: pytest.MonkeyPatch, cores: int, others: float, mine: float, threads: int
+) -> None:
+    gauge = gauge_after(monkeypatch, cores, others, mine)
+    assert gauge.others == pytest.approx(others, abs=0.02)
+    assert gauge() == threads
+
+
+def test_the_load_is_read_at_most_every_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    gauge = gauge_after(monkeypatch, 2, 2.0, 0.5)
+    monkeypatch.setattr(_threads, "_busy_ticks", lambda: pytest.fail("read again too soon"))
+    assert gauge() == 1
+
+
+def test_turned_off_it_keeps_every_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINIFW_FOLLOW_LOAD", "0")
+    gauge = _threads.LoadGauge()
+    assert not gauge.active
+    monkeypatch.setattr(_threads, "_busy_ticks", lambda: pytest.fail("read while off"))
+    assert gauge() == gauge.most
+
+
+def test_a_busy_machine_runs_the_serial_twins(monkeypatch: pytest.MonkeyPatch) -> None:
+    work = 4 * fast_ops.PARALLEL_FROM
+    monkeypatch.setattr(_threads.gauge, "threads", 1)
+    monkeypatch.setattr(_threads.gauge, "active", False)  # keep the faked count
+    assert not fast_ops.FastOps.parallel(work)
+    monkeypatch.setattr(_threads.gauge, "threads", 2)
+    assert fast_ops.FastOps.parallel(work)
+    assert not fast_ops.FastOps.parallel(fast_ops.PARALLEL_FROM - 1)
+
+
+def test_this_machine_reads_a_sane_load() -> None:
+    ticks = _threads._busy_ticks()
+    if ticks is None:
+        pytest.skip("no /proc here: the gauge keeps every thread")
+    busy, mine = ticks
+    assert busy >= mine >= 0
+    np.testing.assert_array_less(0, _threads.parallel_threads())
