@@ -91,6 +91,11 @@ def njit(fn: F | None = None, **options: Any) -> Any:
     return numba.njit(**options)(fn)
 
 
+def inlined(fn: Callable[..., Any]) -> Any:
+    """`fn` compiled to be inlined by Numba into the kernels that call it."""
+    return njit(fn, inline="always")
+
+
 def compile_functions(
     modules: Iterable[Any],
     names: Iterable[str],

@@ -97,6 +97,11 @@ gauge = LoadGauge()
 _chosen = threading.local()  # the thread count this thread last gave Numba
 
 
+def parallel_pays(work: int, threshold: int) -> bool:
+    """True to launch a parallel kernel: `work` at least `threshold` and cores free for it."""
+    return work >= threshold and parallel_threads() > 1
+
+
 def parallel_threads() -> int:
     """Threads for a parallel launch from this thread now; sets Numba's count to it.
 

@@ -34,6 +34,7 @@ from minifw._jit import (
     PARALLEL_FROM,
     PerOp,
     compile_functions,
+    inlined,
     njit,
     recompile_with,
     serial_twin,
@@ -44,16 +45,10 @@ from minifw.core.tensor_data import Index
 from minifw.simple_ops import HostStorage
 from minifw.tensor_ops import Storage
 
-
-def _inlined(fn: Any) -> Any:
-    """`fn` compiled to be inlined into the kernels that call it."""
-    return njit(fn, inline="always")
-
-
 _fns = compile_functions(
     [operators, tensor_data],
     operators.KERNEL_FUNCTIONS + tensor_data.KERNEL_FUNCTIONS,
-    _inlined,
+    inlined,
 )
 unary = _fns.unary
 binary = _fns.binary
@@ -280,7 +275,7 @@ _map_serial, _zip_serial, _reduce_serial, _matmul_serial = (
 @functools.cache
 def _knowing_only(op: int) -> dict[str, Any]:
     """`unary` and `binary` that know op code `op` only, calling the compiled scalar functions."""
-    only = recompile_with(_fns, operators.dispatchers_for(op), [operators], _inlined)
+    only = recompile_with(_fns, operators.dispatchers_for(op), [operators], inlined)
     return {"unary": only.unary, "binary": only.binary}
 
 

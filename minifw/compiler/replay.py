@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from minifw._jit import PARALLEL_FROM
-from minifw._threads import parallel_threads
+from minifw._threads import parallel_pays
 from minifw.compiler.capture import Graph, Ref, Step, host_values
 from minifw.compiler.fusion import (
     Group,
@@ -182,8 +182,8 @@ class _FusedRun:
         if self.cells == 0:
             return
         # in parallel from PARALLEL_FROM cells while the machine has cores free (_threads)
-        threads = parallel_threads() if self.cells >= PARALLEL_FROM else 1
-        kernel = self.parallel_kernel if threads > 1 else self.serial_kernel
+        parallel = parallel_pays(self.cells, PARALLEL_FROM)
+        kernel = self.parallel_kernel if parallel else self.serial_kernel
         if not observed:
             kernel(*args)
             return

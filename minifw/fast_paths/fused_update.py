@@ -15,7 +15,7 @@ import numpy as np
 from numba import prange
 
 from minifw._jit import PARALLEL_FROM, njit, serial_twin
-from minifw._threads import parallel_threads
+from minifw._threads import parallel_pays
 
 
 @njit(parallel=True, cache=True)
@@ -43,7 +43,7 @@ def update_in_place(p: np.ndarray, g: np.ndarray, rate: np.ndarray) -> None:
 
     Serially while other processes leave this one no more than a core (`_threads.py`).
     """
-    if p.shape[0] >= PARALLEL_FROM and parallel_threads() > 1:
+    if parallel_pays(p.shape[0], PARALLEL_FROM):
         sub_scaled(p, g, rate)
     else:
         sub_scaled_serial(p, g, rate)

@@ -21,18 +21,20 @@ from typing import Any
 import numpy as np
 from numba import prange
 
-from minifw._jit import PerOp, compile_functions, njit, recompile_with, respecialise, serial_twin
+from minifw._jit import (
+    PerOp,
+    compile_functions,
+    inlined,
+    njit,
+    recompile_with,
+    respecialise,
+    serial_twin,
+)
 from minifw.core import operators, tensor_data
 from minifw.core.operators import ADD, MAX
 from minifw.core.tensor_data import Index
 from minifw.fast_paths import simd_math as _simd_math
 from minifw.tensor_ops import Storage
-
-
-def _inlined(fn: Any) -> Any:
-    """`fn` compiled to be inlined by Numba into the kernels that call it."""
-    return njit(fn, inline="always")
-
 
 # The scalar functions and index helpers, called (LLVM inlines them where it pays).
 # `exp` is the same e^x written to run in SIMD lanes (see simd_math).
@@ -48,7 +50,7 @@ broadcast_index = _called.broadcast_index
 # The same scalar functions inlined by Numba, for the reductions: so that they compile
 # under the reductions' fastmath flags, which let sums run in SIMD lanes.
 _inlined_ops = compile_functions(
-    [operators], operators.KERNEL_FUNCTIONS, _inlined, replacements={"exp": _simd_math.exp}
+    [operators], operators.KERNEL_FUNCTIONS, inlined, replacements={"exp": _simd_math.exp}
 )
 binary = _inlined_ops.binary
 
@@ -161,7 +163,7 @@ def _line_loop(name: str, op: int | None, arity: int) -> Any:
 @functools.cache
 def _inlined_knowing_only(op: int) -> Any:
     """`unary` and `binary` that know op code `op` only, to be inlined by Numba."""
-    return recompile_with(_inlined_ops, operators.dispatchers_for(op), [operators], _inlined)
+    return recompile_with(_inlined_ops, operators.dispatchers_for(op), [operators], inlined)
 
 
 # x += y, x -= y, x *= y, x /= y: the ops that get a loop for a line updated in place
