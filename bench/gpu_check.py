@@ -8,8 +8,9 @@ Run from the repository root on a machine with an NVIDIA GPU:
 It prints, in one run:
 1. correctness: the max abs error of the "cuda" backend against the CPU backend on
    permuted, sliced and broadcast layouts, odd sizes and broadcast batches;
-2. matmul at 1024/2048/4096 (float32 and float64): time and GFLOP/s for minifw and,
-   when installed with CUDA, PyTorch (TF32 off, so both do full-precision float32);
+2. matmul at 1024/2048/4096 (float32 and float64): time and GFLOP/s for minifw's tiled
+   kernel and for cuBLAS, called through CuPy where it is installed, else through
+   PyTorch CUDA (TF32 off, so both do full-precision float32);
 3. map / zip / reduce throughput in GB/s (bytes read + written per second) on 1e7 cells;
 4. one SGD step of the 784-128-10 MLP on device "cuda", if minifw's tensor API is there.
 
@@ -154,10 +155,42 @@ def best_time(fn: Callable[[], Any], sync: Callable[[], Any], repeat: int) -> fl
     return best
 
 
+class Cublas:
+    """cuBLAS's matmul through CuPy (if installed) or PyTorch CUDA: name, copy, product."""
+
+    def __init__(self, torch: Any) -> None:
+        try:
+            import cupy
+
+            self.name = f"CuPy {cupy.__version__}"
+            self.to_device, self.to_host = cupy.asarray, cupy.asnumpy
+            self.sync = cupy.cuda.Device().synchronize
+        except ImportError:
+            if torch is None:
+                raise
+            self.name = f"PyTorch {torch.__version__}"
+            self.to_device = lambda a: torch.from_numpy(a).cuda()
+            self.to_host = lambda t: t.cpu().numpy()
+            self.sync = torch.cuda.synchronize
+
+
+def cublas(torch: Any) -> Cublas | None:
+    """A way to call cuBLAS here, or None (neither CuPy nor PyTorch CUDA installed)."""
+    try:
+        return Cublas(torch)
+    except ImportError:
+        return None
+
+
 def matmul_table(cuda: Any, torch: Any, sizes: tuple[int, ...], repeat: int) -> None:
-    print("\n2. matmul n x n @ n x n: time (ms) and GFLOP/s; err = max abs diff vs torch/numpy")
-    print(f"  {'n':>5} {'dtype':>8} {'minifw ms':>10} {'GFLOP/s':>9} {'torch ms':>10} "
-          f"{'GFLOP/s':>9} {'torch/minifw':>13} {'err':>9}")  # fmt: skip
+    blas = cublas(torch)
+    print(
+        "\n2. matmul n x n @ n x n: time (ms) and GFLOP/s; vs cuBLAS = its time / minifw's; "
+        "err = max abs diff vs cuBLAS (or numpy)"
+    )
+    print(f"  cuBLAS through: {blas.name if blas else 'nothing installed (CuPy or PyTorch CUDA)'}")
+    print(f"  {'n':>5} {'dtype':>8} {'minifw ms':>10} {'GFLOP/s':>9} {'cuBLAS ms':>10} "
+          f"{'GFLOP/s':>9} {'vs cuBLAS':>14} {'err':>9}")  # fmt: skip
     gpu = get_backend("cuda")
     rng = np.random.default_rng(1)
     for n in sizes:
@@ -170,14 +203,14 @@ def matmul_table(cuda: Any, torch: Any, sizes: tuple[int, ...], repeat: int) -> 
             line = (
                 f"  {n:>5} {np.dtype(dtype).name:>8} {t_mf * 1e3:10.3f} {flops / t_mf / 1e9:9.1f}"
             )
-            if torch is not None:
-                ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
-                t_th = best_time(lambda ta=ta, tb=tb: ta @ tb, torch.cuda.synchronize, repeat)
-                want = (ta @ tb).cpu().numpy()
-                line += f" {t_th * 1e3:10.3f} {flops / t_th / 1e9:9.1f} {t_th / t_mf:13.3f}"
+            if blas is not None:
+                ba, bb = blas.to_device(a), blas.to_device(b)
+                t_bl = best_time(lambda ba=ba, bb=bb: ba @ bb, blas.sync, repeat)
+                want = blas.to_host(ba @ bb)
+                line += f" {t_bl * 1e3:10.3f} {flops / t_bl / 1e9:9.1f} {t_bl / t_mf:14.3f}"
             else:
                 want = a.astype(np.float64) @ b.astype(np.float64) if n <= 1024 else None
-                line += f" {'-':>10} {'-':>9} {'-':>13}"
+                line += f" {'-':>10} {'-':>9} {'-':>14}"
             error = "-" if want is None else f"{float(np.max(np.abs(got - want))):.2e}"
             print(f"{line} {error:>9}")
 

@@ -44,19 +44,26 @@ def _cpus_in_proc_stat() -> int:
         return 0
 
 
-def _busy_ticks() -> tuple[int, int] | None:
-    """(clock ticks every CPU spent busy, ticks this process ran), or None without /proc."""
+def _busy_ticks() -> int | None:
+    """Clock ticks every CPU spent busy, or None without /proc."""
     try:
         with open("/proc/stat", "rb") as stat:
             fields = [int(x) for x in stat.readline().split()[1:9]]
-        with open("/proc/self/stat", "rb") as own_stat:
-            own = own_stat.read().rsplit(b")", 1)[1].split()
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError):
         return None
     # user nice system idle iowait irq softirq steal: idle and iowait are free time;
     # steal (the hypervisor ran something else) is time the pool could not have had.
-    busy = sum(fields) - fields[3] - fields[4]
-    return busy, int(own[11]) + int(own[12])  # utime + stime (fields 14 and 15)
+    return sum(fields) - fields[3] - fields[4]
+
+
+def _ran_ticks(pid: int | str) -> int | None:
+    """Clock ticks process `pid` ("self": this one) has run, or None if it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class LoadGauge:
@@ -72,7 +79,23 @@ class LoadGauge:
         self.threads: int = self.most
         self.others = 0.0  # cores other processes kept busy in the last reading
         self._lock = threading.Lock()
-        self._last = (time.monotonic(), _busy_ticks())
+        self._helpers: dict[int, int] = {}  # pid -> ticks it had run when last read
+        self._last = (time.monotonic(), self._ticks())
+
+    def count_as_own(self, pid: int) -> None:
+        """Count process `pid`'s CPU time as this process's (a helper it started)."""
+        with self._lock:
+            self._helpers[pid] = 0
+
+    def _ticks(self) -> tuple[int, int] | None:
+        """(ticks every CPU spent busy, ticks this process and its helpers ran)."""
+        busy, own = _busy_ticks(), _ran_ticks("self")
+        if busy is None or own is None:
+            return None
+        for pid, before in self._helpers.items():
+            ran = _ran_ticks(pid)  # None once it has exited: keep what it had run
+            self._helpers[pid] = before if ran is None else ran
+        return busy, own + sum(self._helpers.values())
 
     def __call__(self) -> int:
         """How many threads a parallel launch should use now (1: run serially)."""
@@ -82,7 +105,7 @@ class LoadGauge:
 
     def _read(self) -> None:
         with self._lock:
-            now, ticks = time.monotonic(), _busy_ticks()
+            now, ticks = time.monotonic(), self._ticks()
             then, before = self._last
             if ticks is None or before is None or now - then < INTERVAL:
                 return

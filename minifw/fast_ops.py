@@ -421,7 +421,8 @@ class FastOps(ReadableFastOps):
         if fast_paths is None:
             super().matmul(*args)
         else:
-            fast_paths.run_matmul(*args, cls.parallel(out.size * int(a_shape[2]) // 2))
+            work = fast_paths.matmul_work(out.size, int(a_shape[2]))
+            fast_paths.run_matmul(*args, cls.parallel(work))
 
 
 __all__ = ["PARALLEL_FROM", "FastOps", "ReadableFastOps", "as_numbers"]

@@ -86,10 +86,15 @@ def expert_runs(d: _Inputs) -> Runs:
         "expert reduce_across": (loops._reduce_across,
                                  lambda: loops._reduce_across(ops.ADD, *d.col_out.tuple(),
                                                               *_triple(d.x), 0)),
-        "expert k_major": (mm._k_major, lambda: mm._k_major(*_triple(d.b), 2, 1)),
-        "expert matmul": (mm._matmul, lambda: mm._matmul(*d.mm_out.tuple(), *_triple(d.a),
-                                                         *d.b_cols.tuple())),
+        "expert matmul": (mm._matmul, lambda: _expert_matmul(mm, d)),
     }  # fmt: skip
+
+
+def _expert_matmul(mm: Any, d: _Inputs) -> None:
+    """The packed matmul on d's operands, with a workspace and a split into 2 x 1 tasks."""
+    out, a, b = d.mm_out.tuple(), _triple(d.a), d.b_cols.tuple()
+    cells = mm.workspace_cells(out[1], a[1], b[1], d.a.itemsize)
+    mm._matmul(*out, *a, *b, np.empty(cells, d.a.dtype), 2, 1)
 
 
 def runs(expert: bool = False) -> Runs:

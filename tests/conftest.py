@@ -10,6 +10,10 @@ from hypothesis import HealthCheck, Phase, settings
 
 from minifw_course.tasks import COURSE_TASKS
 
+# No compile-ahead helper process per test worker (minifw/fast_paths/ahead.py): the suite
+# keeps every core busy already; tests/fast_paths/test_ahead.py starts one itself.
+os.environ.setdefault("MINIFW_COMPILE_AHEAD", "0")
+
 settings.register_profile(
     "dev",
     max_examples=25,

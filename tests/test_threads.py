@@ -13,15 +13,20 @@ pytestmark = pytest.mark.extra  # following the machine's load is no course task
 
 
 def gauge_after(
-    monkeypatch: pytest.MonkeyPatch, cores: int, others: float, mine: float
+    monkeypatch: pytest.MonkeyPatch, cores: int, others: float, mine: float, helper: float = 0
 ) -> _threads.LoadGauge:
     """A gauge on `cores` cores that has just read one second in which other processes
-    kept `others` cores busy and this one `mine` (clock ticks faked at 100 a second)."""
+    kept `others` cores busy, this one `mine` and a helper it started (pid 4242) `helper`
+    (clock ticks faked at 100 a second)."""
     gauge = _threads.LoadGauge()
     gauge.active, gauge.cores, gauge.most, gauge.ticks_per_second = True, cores, cores, 100
     gauge._last = (time.monotonic() - 1.0, (1000, 300))
-    after = (1000 + round(100 * (others + mine)), 300 + round(100 * mine))
-    monkeypatch.setattr(_threads, "_busy_ticks", lambda: after)
+    if helper:
+        gauge.count_as_own(4242)
+    busy = 1000 + round(100 * (others + mine + helper))
+    ran = {"self": 300 + round(100 * mine), 4242: round(100 * helper)}
+    monkeypatch.setattr(_threads, "_busy_ticks", lambda: busy)
+    monkeypatch.setattr(_threads, "_ran_ticks", lambda pid: ran.get(pid))
     gauge()
     return gauge
 
@@ -43,6 +48,15 @@ def test_the_pool_gets_the_cores_others_leave_free(
     gauge = gauge_after(monkeypatch, cores, others, mine)
     assert gauge.others == pytest.approx(others, abs=0.02)
     assert gauge() == threads
+
+
+def test_a_helper_this_process_started_does_not_count_as_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the compile-ahead helper (minifw/fast_paths/ahead.py) busy on the second core
+    gauge = gauge_after(monkeypatch, 2, 0.05, 1.0, helper=1.0)
+    assert gauge.others == pytest.approx(0.05, abs=0.02)
+    assert gauge() == 2
 
 
 def test_the_load_is_read_at_most_every_interval(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,9 +84,8 @@ def test_a_busy_machine_runs_the_serial_twins(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_this_machine_reads_a_sane_load() -> None:
-    ticks = _threads._busy_ticks()
-    if ticks is None:
+    busy, mine = _threads._busy_ticks(), _threads._ran_ticks("self")
+    if busy is None or mine is None:
         pytest.skip("no /proc here: the gauge keeps every thread")
-    busy, mine = ticks
     assert busy >= mine >= 0
     np.testing.assert_array_less(0, _threads.parallel_threads())

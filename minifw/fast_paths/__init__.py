@@ -4,19 +4,27 @@ What lives where:
 - `line_loops.py`: map, zip and reduce over lines of cells, each line in a loop
   generated per op code so that it runs in SIMD lanes (`GENERATED_SOURCE`), with
   serial twins for small inputs.
-- `matmul.py`: the register-tiled matmul and its layout-picking entry `matmul`
-  (`run_matmul` here).
+- `matmul.py`: the packed matmul (`run_matmul` here), BLAS-style: operands copied into
+  panels, blocks of out computed by the micro-kernel of `micro_kernel.py`, written in
+  LLVM vector code.
 - `simd_math.py`: e^x from multiply-adds, so that loops calling it vectorise.
 - `fused_update.py`: the SGD update `p -= g * lr` as one kernel.
+- `ahead.py`: on a process's first kernel compile, a helper process that compiles the
+  kernels training programs launch first into the disk cache, on another core.
 - `__main__.py`: `python -m minifw.fast_paths` prints every generated source.
 
 Student repositories do not contain this folder: there `FastOps` runs the readable
 kernels of `fast_ops.py` (the ones students write), which compute the same cells.
-The four entry points below are all that `FastOps` calls; each takes the kernel
-contract's arguments and `parallel` (False runs the serial twins).
+The four entry points below (and `matmul_work`, a product's work as FastOps counts
+it) are all that `FastOps` calls; each takes the kernel contract's arguments and
+`parallel` (False runs the serial twins).
 """
 
+from minifw.fast_paths import ahead
 from minifw.fast_paths.line_loops import run_map, run_reduce, run_zip
 from minifw.fast_paths.matmul import matmul as run_matmul
+from minifw.fast_paths.matmul import work as matmul_work
 
-__all__ = ["run_map", "run_matmul", "run_reduce", "run_zip"]
+ahead.listen()
+
+__all__ = ["matmul_work", "run_map", "run_matmul", "run_reduce", "run_zip"]

@@ -1,21 +1,25 @@
-"""The matmul kernels of minifw/fast_paths/matmul.py, each called directly, against numpy.
+"""The packed matmul of minifw/fast_paths/matmul.py (and its micro-kernel) against numpy.
 
-tests/backends/test_fast_ops.py checks `FastOps.matmul` end to end (which kernel runs depends
-on sizes and layouts); here each kernel (and the tiled one's serial twin) gets the same drawn
-operands: broadcast batches, transposed a, k from 0 up, and an out that is a strided
-window of a bigger array. Timing is never asserted.
+tests/backends/test_fast_ops.py checks `FastOps.matmul` end to end; here the kernel, on
+the thread pool and on the calling thread alone, gets drawn operands (broadcast
+batches, either operand stored transposed, k from 1 up, an out that is a strided window
+of a bigger array), products that cross every block edge, and every dtype the
+micro-kernel is built for. Operands hold small
+integers, so every float sum is exact and results must be equal. Timing is never asserted.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minifw.fast_paths import matmul as fm
+from minifw.fast_paths.micro_kernel import MR, panel_width
 
 pytestmark = pytest.mark.extra  # expert code: never a course task
 
@@ -33,113 +37,117 @@ def flat(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return storage, np.array(x.shape, np.int64), strides
 
 
+def transposed_storage(x: np.ndarray) -> np.ndarray:
+    """x with the same values, its last two dims stored the other way round."""
+    return np.ascontiguousarray(x.transpose(0, 2, 1)).transpose(0, 2, 1)
+
+
 @st.composite
 def operands(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int]:
-    """a (n or 1, i, k) possibly transposed, b (n or 1, k, j) row-major, and n."""
-    n, i, k, j = (draw(st.integers(lo, hi)) for lo, hi in ((1, 3), (1, 9), (0, 11), (1, 40)))
+    """a (n or 1, i, k) and b (n or 1, k, j), each maybe stored transposed, and n."""
+    n, i, k, j = (draw(st.integers(lo, hi)) for lo, hi in ((1, 3), (1, 20), (1, 11), (1, 40)))
     dtype = draw(st.sampled_from(DTYPES))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     a_n, b_n = draw(st.sampled_from([(n, n), (1, n), (n, 1)]))
     a = rng.integers(-5, 6, (a_n, i, k)).astype(dtype)
-    if draw(st.booleans()):  # a stored transposed: its k dim is not contiguous
-        a = np.ascontiguousarray(a.transpose(0, 2, 1)).transpose(0, 2, 1)
     b = rng.integers(-5, 6, (b_n, k, j)).astype(dtype)
+    a = transposed_storage(a) if draw(st.booleans()) else a
+    b = transposed_storage(b) if draw(st.booleans()) else b
     return a, b, n
 
 
-def run(kernel: Any, a: np.ndarray, b: np.ndarray, n: int, k_contiguous: bool) -> np.ndarray:
-    """`kernel`'s result written into a strided window of a bigger out array."""
+def run(a: np.ndarray, b: np.ndarray, n: int, parallel: bool, window: bool) -> np.ndarray:
+    """`fm.matmul`'s result, written into out or into a strided window of a bigger array."""
     i, j = a.shape[1], b.shape[2]
     big = np.full((n, i, 2 * j), -7, a.dtype)
-    window = big[:, :, ::2]
-    a_s, a_shape, a_strides = flat(a)
-    b_s, b_shape, b_strides = flat(b)
-    if k_contiguous:  # `_matmul` needs rows of a and columns of b contiguous
-        a_s, a_strides = fm._k_contiguous(a_s, a_shape, a_strides, 2, False)
-        b_s, b_strides = fm._k_contiguous(b_s, b_shape, b_strides, 1, False)
-    o_s, o_shape, o_strides = flat(window)
-    kernel(o_s, o_shape, o_strides, a_s, a_shape, a_strides, b_s, b_shape, b_strides)
-    assert np.all(big[:, :, 1::2] == -7), "a kernel wrote outside its out window"
-    return window
+    out = big[:, :, ::2] if window else np.full((n, i, j), -7, a.dtype)
+    fm.matmul(*flat(out), *flat(a), *flat(b), parallel)
+    assert np.all(big[:, :, 1::2] == -7), "the kernel wrote outside its out window"
+    return out
 
 
-KERNELS = {
-    "rows": (fm._matmul_rows, False),
-    "rows serial": (fm._matmul_rows_serial, False),
-    "tiled": (fm._matmul, True),
-    "tiled serial": (fm._matmul_serial, True),
-}
-
-
-@pytest.mark.parametrize("name", KERNELS)
-@settings(deadline=None)
-@given(operands())
-def test_each_kernel_matches_numpy(name: str, case: tuple[np.ndarray, np.ndarray, int]) -> None:
-    a, b, n = case
-    kernel, k_contiguous = KERNELS[name]
-    expected = np.matmul(a, b)
-    np.testing.assert_array_equal(run(kernel, a, b, n, k_contiguous), expected)
-
-
-@pytest.mark.parametrize("name", KERNELS)
-def test_each_kernel_across_tile_edges(name: str) -> None:
-    # One tile and a ragged one in every dim of both tilings, k not a multiple of 4.
-    rng = np.random.default_rng(3)
-    kernel, k_contiguous = KERNELS[name]
-    i, k, j = fm.ROWS_I + fm.TILE_I + 5, fm.ROWS_K + fm.TILE_K + 3, fm.ROWS_J + 7
-    a = rng.integers(-3, 4, (2, i, k)).astype(np.float64)
-    b = rng.integers(-3, 4, (1, k, j)).astype(np.float64)
-    np.testing.assert_array_equal(run(kernel, a, b, 2, k_contiguous), np.matmul(a, b))
-
-
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("parallel", [True, False])
-@pytest.mark.parametrize("depth", [1, 4, 7, 15, 129, fm.ROWS_MAX_DEPTH + 1])
-@pytest.mark.parametrize("cols", [7, 15, 70])
-@pytest.mark.parametrize("rows", [5, 15, fm.ROWS_MAX_ROWS + 1])
-def test_matmul_entry_picks_a_kernel_that_is_right(
-    dtype: Any, parallel: bool, depth: int, cols: int, rows: int
+@settings(deadline=None)
+@given(operands(), st.booleans())
+def test_matmul_matches_numpy(
+    parallel: bool, case: tuple[np.ndarray, np.ndarray, int], window: bool
 ) -> None:
-    # Both layouts of each operand, around one vector of lanes (8 float64, 16 float32):
-    # every path of the entry (rows kernel, on out.T, on a row-major copy of b, tiled).
-    rng = np.random.default_rng(depth)
-    a = rng.integers(-4, 5, (2, rows, depth)).astype(dtype)
-    b = rng.integers(-4, 5, (2, depth, cols)).astype(dtype)
-    for left in (a, np.ascontiguousarray(a.transpose(0, 2, 1)).transpose(0, 2, 1)):
-        for right in (b, np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)):
-            out = np.empty((2, rows, cols), dtype)
-            fm.matmul(*flat(out), *flat(left), *flat(right), parallel)
-            np.testing.assert_array_equal(out, left @ right)
+    a, b, n = case
+    np.testing.assert_array_equal(run(a, b, n, parallel, window), np.matmul(a, b))
 
 
-@pytest.mark.parametrize(
-    ("left", "right", "kernel"),
-    [
-        ((64, 784), (784, 128), "_matmul_rows"),  # x @ w1: few rows
-        ((64, 784, "T"), (64, 128), "_matmul_rows"),  # x.T @ g: k = batch
-        ((64, 128), (128, 10), "_matmul_serial"),  # h @ w2: out narrower than a vector
-        ((64, 10), (128, 10, "T"), "_matmul_rows"),  # g @ w2.T: k = 10, b copied row-major
-        ((64, 128, "T"), (64, 10), "_matmul_rows_serial"),  # h.T @ g: out.T = g.T @ h
-    ],
-)
-def test_the_mlp_products_take_the_kernels_meant_for_them(
-    left: tuple[Any, ...], right: tuple[Any, ...], kernel: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("parallel", [True, False])
+def test_matmul_across_block_edges(dtype: Any, parallel: bool) -> None:
+    # Several k blocks (the later ones add to out), more row and column panels than a
+    # block holds, and a ragged last panel in both: every store path of the kernel.
+    rng = np.random.default_rng(3)
+    nr = panel_width(np.dtype(dtype).itemsize)
+    i, k, j = fm.BLOCK_PANELS * MR + 5, 2 * fm.KC + 3, fm.BLOCK_PANELS * nr + 7
+    a = rng.integers(-3, 4, (2, i, k)).astype(dtype)
+    b = rng.integers(-3, 4, (1, k, j)).astype(dtype)
+    for window in (False, True):
+        np.testing.assert_array_equal(run(a, b, 2, parallel, window), np.matmul(a, b))
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (64, 10), (64, 128), (784, 128), (5, 3000)])
+@pytest.mark.parametrize("row_blocks", [1, 2, 3])
+@pytest.mark.parametrize("col_blocks", [1, 2, 5])
+def test_every_task_split_covers_out_once(
+    rows: int, cols: int, row_blocks: int, col_blocks: int
 ) -> None:
-    # (rows, cols, "T") is a row-major (rows, cols) array seen transposed (as w.T, x.T).
-    rng = np.random.default_rng(0)
-    a, b = (
-        rng.standard_normal(shape[:2]).astype(np.float32).T
-        if len(shape) == 3
-        else rng.standard_normal(shape).astype(np.float32)
-        for shape in (left, right)
+    # The kernel is given the split: any split into at most one block per panel is right.
+    rng = np.random.default_rng(rows)
+    a = rng.integers(-3, 4, (1, rows, 9)).astype(np.float32)
+    b = rng.integers(-3, 4, (1, 9, cols)).astype(np.float32)
+    row_blocks = min(row_blocks, -(-rows // MR))
+    col_blocks = min(col_blocks, -(-cols // panel_width(4)))
+    out = np.full((1, rows, cols), np.nan, np.float32)
+    workspace = np.empty(fm.workspace_cells(out.shape, a.shape, b.shape, 4), np.float32)
+    fm._matmul(*flat(out), *flat(a), *flat(b), workspace, row_blocks, col_blocks)
+    np.testing.assert_array_equal(out, a @ b)
+
+
+def test_a_serial_launch_runs_on_the_calling_thread_and_restores_the_thread_count() -> None:
+    # `parallel=False` runs the one kernel with Numba's threads set to 1 for its launch.
+    rng = np.random.default_rng(5)
+    a = rng.integers(-3, 4, (1, 70, 30)).astype(np.float64)
+    b = rng.integers(-3, 4, (1, 30, 50)).astype(np.float64)
+    before = numba.get_num_threads()
+    out = np.empty((1, 70, 50))
+    fm.matmul(*flat(out), *flat(a), *flat(b), False)
+    np.testing.assert_array_equal(out, a @ b)
+    assert numba.get_num_threads() == before
+
+
+@pytest.mark.parametrize(("shape", "threads"), [((1, 64, 128), 2), ((1, 64, 10), 2),
+                                                 ((1, 2048, 2048), 2), ((8, 256, 256), 4),
+                                                 ((1, 1, 1), 2)])  # fmt: skip
+def test_blocks_give_each_thread_tasks_and_keep_blocks_within_bounds(
+    shape: tuple[int, int, int], threads: int
+) -> None:
+    batches, rows, cols = shape
+    row_panels, col_panels = -(-rows // MR), -(-cols // panel_width(4))
+    row_blocks, col_blocks = fm.blocks(np.array(shape), 4, threads)
+    assert 1 <= row_blocks <= row_panels and 1 <= col_blocks <= col_panels
+    assert -(-row_panels // row_blocks) <= fm.BLOCK_PANELS
+    assert -(-col_panels // col_blocks) <= fm.BLOCK_PANELS
+    tasks = batches * row_blocks * col_blocks
+    assert tasks >= fm.TASKS_PER_THREAD * threads or (row_blocks, col_blocks) == (
+        row_panels,
+        col_panels,
     )
-    called: list[str] = []
-    for name in ("_matmul_rows", "_matmul_rows_serial", "_matmul", "_matmul_serial"):
-        original = getattr(fm, name)
-        monkeypatch.setattr(
-            fm, name, lambda *args, _n=name, _f=original: (called.append(_n), _f(*args))
-        )
-    out = np.empty((a.shape[0], b.shape[1]), np.float32)
-    fm.matmul(*flat(out[None]), *flat(a[None]), *flat(b[None]), True)
-    assert called == [kernel]
-    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_a_product_of_few_rows_is_split_by_columns() -> None:
+    # x @ w1 of the MLP: 64 rows, 128 columns; its tasks must not each re-read all of b.
+    row_blocks, col_blocks = fm.blocks(np.array([1, 64, 128]), 4, 2)
+    assert col_blocks > 1 and row_blocks * col_blocks >= fm.TASKS_PER_THREAD * 2
+
+
+def test_the_workspace_is_reused_and_big_ones_are_not_kept() -> None:
+    small = fm._workspace(np.dtype(np.float32), 100)
+    assert fm._workspace(np.dtype(np.float32), 50) is small
+    big = fm._workspace(np.dtype(np.float32), fm.KEEP_CELLS + 1)
+    assert big.size >= fm.KEEP_CELLS + 1
+    assert fm._workspace(np.dtype(np.float32), 50) is small

@@ -1,0 +1,183 @@
+"""The matmul micro-kernel: an MR x NR block of out, written directly in LLVM vector code.
+
+A BLAS spends nearly all of a large product in one small loop, the micro-kernel: MR rows
+of a times NR columns of b, over a block of k, with the MR x NR sums held in vector
+registers the whole time. Numba's loops do not get there: LLVM keeps such a block of
+scalar sums in scalar registers (or in memory) and never packs them into vectors. So
+this file builds the loop itself, with `numba.extending.intrinsic`, as LLVM IR:
+
+    acc[r] = 0 (NR // LANES vectors per row r < MR)
+    for k in range(kc):
+        b_k = the NR values of b's row k             (NR // LANES vector loads)
+        for r in range(MR):
+            acc[r] += broadcast(a[r, k]) * b_k        (one fused multiply-add per vector)
+    tile = acc
+
+`matmul.py` packs the operands so that both reads are contiguous: a's panel holds
+a[r, k] at `k * MR + r`, b's panel holds b[k, c] at `k * NR + c`. With 256-bit vectors
+(AVX2) a float64 block is 6 x 8: 12 accumulators, 2 loads of b and one broadcast fill
+15 of the 16 vector registers. Integer dtypes get a multiply and an add in place of the
+fused multiply-add. Compiled into the kernel that calls it, so `cache=True` caches it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import binding as llvm
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic, register_jitable
+
+MR = 6  # rows of out per micro-kernel call
+VECTORS_PER_ROW = 2  # NR = VECTORS_PER_ROW * lanes
+# The widest vector registers of this CPU: 64 bytes with AVX-512, 32 (AVX2) otherwise;
+# where there are fewer, LLVM splits each vector in parts.
+VECTOR_BYTES = 64 if "+avx512f" in llvm.get_host_cpu_features().flatten().split(",") else 32
+
+
+@register_jitable
+def lanes(itemsize: int) -> int:
+    """Cells of `itemsize` bytes in one vector register."""
+    return VECTOR_BYTES // itemsize
+
+
+@register_jitable
+def panel_width(itemsize: int) -> int:
+    """NR: the columns of out one micro-kernel call computes, for cells of `itemsize`."""
+    return VECTORS_PER_ROW * lanes(itemsize)
+
+
+def _micro_kernel(
+    typingctx: Any, a_panel: Any, a_at: Any, b_panel: Any, b_at: Any, kc: Any,
+    dest: Any, d_at: Any, d_row: Any, add: Any,
+) -> Any:  # fmt: skip
+    """dest[d_at + r*d_row + c] (+)= sum_k a_panel[a_at + k*MR + r] * b_panel[b_at + k*NR + c].
+
+    For r < MR, c < NR and k < kc; `+=` if `add`, else `=`. All three arrays are 1-D, of
+    one dtype; dest's rows are contiguous. Nothing is bounds-checked: the caller sizes
+    the panels and picks a dest with room for the whole block (matmul.py).
+    """
+    dtype = a_panel.dtype
+    index = types.intp
+    sig = types.void(a_panel, index, b_panel, index, index, dest, index, index, types.boolean)
+
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> Any:
+        a_arr, a_start, b_arr, b_start, depth, dest_arr, dest_start, dest_row, accumulate = args
+        cell_bytes = dtype.bitwidth // 8
+        width = lanes(cell_bytes)
+        vector = ir.VectorType(context.get_data_type(dtype), width)
+        data = [context.make_array(t)(context, builder, v).data for t, v in
+                ((a_panel, a_arr), (b_panel, b_arr), (dest, dest_arr))]  # fmt: skip
+        a_ptr, b_ptr = builder.gep(data[0], [a_start]), builder.gep(data[1], [b_start])
+        multiply_add = _multiply_add(builder, dtype, vector)
+        kernel = _Loop(builder, vector, width * VECTORS_PER_ROW, cell_bytes)
+        sums = kernel.run(depth, a_ptr, b_ptr, multiply_add)
+        add_to = _adder(builder, dtype)
+        if accumulate.type != ir.IntType(1):
+            accumulate = builder.icmp_unsigned("!=", accumulate, ir.Constant(accumulate.type, 0))
+        with builder.if_else(accumulate) as (then, otherwise):
+            for adding in (then, otherwise):
+                with adding:
+                    for r, row in enumerate(sums):
+                        dest_r = builder.gep(
+                            data[2],
+                            [builder.add(dest_start, builder.mul(dest_row, kernel.const(r)))],
+                        )
+                        for v, total in enumerate(row):
+                            if adding is then:
+                                total = add_to(total, kernel.load(dest_r, v * width))
+                            kernel.store(total, dest_r, v * width)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+micro_kernel: Any = intrinsic(_micro_kernel)
+
+
+def _adder(builder: ir.IRBuilder, dtype: Any) -> Any:
+    """A function (x, y) -> x + y on vectors of `dtype`."""
+    if isinstance(dtype, types.Float):
+        return builder.fadd
+    return builder.add
+
+
+def _multiply_add(builder: ir.IRBuilder, dtype: Any, vector: ir.VectorType) -> Any:
+    """A function (x, y, acc) -> acc + x * y on vectors: LLVM's fma for floats."""
+    if isinstance(dtype, types.Float):
+        bits = dtype.bitwidth
+        fma_type = ir.FunctionType(vector, [vector, vector, vector])
+        name = f"llvm.fma.v{vector.count}f{bits}"
+        fma = builder.module.globals.get(name) or ir.Function(builder.module, fma_type, name)
+        return lambda x, y, acc: builder.call(fma, [x, y, acc])
+    return lambda x, y, acc: builder.add(acc, builder.mul(x, y))
+
+
+class _Loop:
+    """Emits the micro-kernel's k loop, its accumulators carried as vector phi nodes."""
+
+    def __init__(
+        self, builder: ir.IRBuilder, vector: ir.VectorType, nr: int, cell_bytes: int
+    ) -> None:
+        self.builder, self.vector, self.nr, self.cell_bytes = builder, vector, nr, cell_bytes
+        self.index = ir.IntType(64)
+
+    def const(self, value: int) -> ir.Constant:
+        """An index constant."""
+        return ir.Constant(self.index, value)
+
+    def load(self, ptr: Any, at: int) -> Any:
+        """The vector of cells ptr[at : at + lanes] (no alignment assumed beyond a cell's)."""
+        b = self.builder
+        cell = b.gep(ptr, [self.const(at)])
+        return b.load(b.bitcast(cell, self.vector.as_pointer()), align=self.cell_bytes)
+
+    def store(self, value: Any, ptr: Any, at: int) -> None:
+        """ptr[at : at + lanes] = value."""
+        b = self.builder
+        cell = b.gep(ptr, [self.const(at)])
+        b.store(value, b.bitcast(cell, self.vector.as_pointer()), align=self.cell_bytes)
+
+    def broadcast(self, scalar: Any) -> Any:
+        """A vector whose every lane is `scalar`."""
+        b, undefined = self.builder, ir.Constant(self.vector, ir.Undefined)
+        first = b.insert_element(undefined, scalar, ir.Constant(ir.IntType(32), 0))
+        all_first = ir.Constant(ir.VectorType(ir.IntType(32), self.vector.count), None)
+        return b.shuffle_vector(first, undefined, all_first)
+
+    def run(self, depth: Any, a_ptr: Any, b_ptr: Any, multiply_add: Any) -> list[list[Any]]:
+        """The MR x (NR / lanes) vector sums over k < depth (zeros if depth <= 0)."""
+        b, zero = self.builder, ir.Constant(self.vector, None)
+        per_row = self.nr // self.vector.count
+        entry = b.block
+        body, after = b.append_basic_block("micro.k"), b.append_basic_block("micro.done")
+        b.cbranch(b.icmp_signed(">", depth, self.const(0)), body, after)
+        b.position_at_end(body)
+        k = b.phi(self.index)
+        carried = [[b.phi(self.vector) for _ in range(per_row)] for _ in range(MR)]
+        b_row = b.gep(b_ptr, [b.mul(k, self.const(self.nr))])
+        a_column = b.gep(a_ptr, [b.mul(k, self.const(MR))])
+        b_k = [self.load(b_row, v * self.vector.count) for v in range(per_row)]
+        updated = []
+        for r in range(MR):
+            a_rk = self.broadcast(b.load(b.gep(a_column, [self.const(r)])))
+            updated.append([multiply_add(a_rk, b_k[v], carried[r][v]) for v in range(per_row)])
+        k_next = b.add(k, self.const(1))
+        b.cbranch(b.icmp_signed("<", k_next, depth), body, after)
+        k.add_incoming(self.const(0), entry)
+        k.add_incoming(k_next, body)
+        for phis, values in zip(carried, updated, strict=True):
+            for phi, value in zip(phis, values, strict=True):
+                phi.add_incoming(zero, entry)
+                phi.add_incoming(value, body)
+        b.position_at_end(after)
+        sums = [[b.phi(self.vector) for _ in range(per_row)] for _ in range(MR)]
+        for phis, values in zip(sums, updated, strict=True):
+            for phi, value in zip(phis, values, strict=True):
+                phi.add_incoming(zero, entry)
+                phi.add_incoming(value, body)
+        return sums
+
+
+__all__ = ["MR", "VECTOR_BYTES", "lanes", "micro_kernel", "panel_width"]
