@@ -240,18 +240,16 @@ def matmul(
     workspace = _workspace(out.dtype, cells)
     threads = numba.get_num_threads()
     row_blocks, col_blocks = blocks(out_shape, out.itemsize, threads if parallel else 1)
-    if parallel:
-        _matmul(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides,
-                workspace, row_blocks, col_blocks)  # fmt: skip
-        return
-    # The same kernel on this thread alone (a few microseconds more than a serial twin,
-    # which would cost seconds of compiling on a program's first run).
-    numba.set_num_threads(1)
+    if not parallel:
+        # The same kernel on this thread alone (a few microseconds more than a serial
+        # twin, which would cost seconds of compiling on a program's first run).
+        numba.set_num_threads(1)
     try:
         _matmul(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides,
                 workspace, row_blocks, col_blocks)  # fmt: skip
     finally:
-        numba.set_num_threads(threads)
+        if not parallel:
+            numba.set_num_threads(threads)
 
 
 __all__ = ["matmul", "work", "workspace_cells"]

@@ -73,21 +73,13 @@ def _micro_kernel(
         multiply_add = _multiply_add(builder, dtype, vector)
         kernel = _Loop(builder, vector, width * VECTORS_PER_ROW, cell_bytes)
         sums = kernel.run(depth, a_ptr, b_ptr, multiply_add)
-        add_to = _adder(builder, dtype)
         if accumulate.type != ir.IntType(1):
             accumulate = builder.icmp_unsigned("!=", accumulate, ir.Constant(accumulate.type, 0))
-        with builder.if_else(accumulate) as (then, otherwise):
-            for adding in (then, otherwise):
-                with adding:
-                    for r, row in enumerate(sums):
-                        dest_r = builder.gep(
-                            data[2],
-                            [builder.add(dest_start, builder.mul(dest_row, kernel.const(r)))],
-                        )
-                        for v, total in enumerate(row):
-                            if adding is then:
-                                total = add_to(total, kernel.load(dest_r, v * width))
-                            kernel.store(total, dest_r, v * width)
+        with builder.if_else(accumulate) as (adding, assigning):
+            with adding:
+                kernel.write(sums, data[2], dest_start, dest_row, _adder(builder, dtype))
+            with assigning:
+                kernel.write(sums, data[2], dest_start, dest_row, None)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -138,6 +130,17 @@ class _Loop:
         b = self.builder
         cell = b.gep(ptr, [self.const(at)])
         b.store(value, b.bitcast(cell, self.vector.as_pointer()), align=self.cell_bytes)
+
+    def write(self, sums: list[list[Any]], dest: Any, start: Any, row_step: Any,
+              add: Any) -> None:  # fmt: skip
+        """dest[start + r*row_step + c] = sums[r][c] (+= where `add`, a vector x, y -> x + y)."""
+        b, width = self.builder, self.vector.count
+        for r, row in enumerate(sums):
+            dest_r = b.gep(dest, [b.add(start, b.mul(row_step, self.const(r)))])
+            for v, total in enumerate(row):
+                if add is not None:
+                    total = add(total, self.load(dest_r, v * width))
+                self.store(total, dest_r, v * width)
 
     def broadcast(self, scalar: Any) -> Any:
         """A vector whose every lane is `scalar`."""
