@@ -1,9 +1,14 @@
-"""The training-step case of bench/ops.py: one SGD step of a 784-128-10 ReLU MLP.
+"""The training-step cases of bench/ops.py: an MLP step and the digits LeNet step.
 
-With `mf.nn.Linear`, `mf.nn.functional.cross_entropy` and `mf.optim.SGD` present the
-step uses them (and `torch.nn` on the PyTorch side); until then it runs the same
+The MLP: one SGD step of a 784-128-10 ReLU MLP, batch 64, float64 and float32. With
+`mf.nn.Linear`, `mf.nn.functional.cross_entropy` and `mf.optim.SGD` present the step
+uses them (and `torch.nn` on the PyTorch side); until then it runs the same
 computation with tensor operations only (matmul, relu, log-softmax by hand, manual
 SGD update), in both frameworks, and says which variant it timed.
+
+The LeNet: one step of `project/digits.py`'s `DigitsNet` as the quick start trains it
+(8x8 images, its default batch, optimizer and learning rate), against the same net
+written with `torch.nn`.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _timing import best_time
+from _timing import best_times
 
 BATCH, SIZES, LR = 64, (784, 128, 10), 0.05
 
@@ -30,20 +35,22 @@ def has_nn_api(mf: Any) -> bool:
     )
 
 
-def data(batch: int = BATCH) -> tuple[np.ndarray, np.ndarray]:
-    """A fixed random batch: inputs (batch, 784) and class labels (batch,)."""
+def data(batch: int = BATCH, dtype: str = "float64") -> tuple[np.ndarray, np.ndarray]:
+    """A fixed random batch: inputs (batch, 784) of `dtype` and class labels (batch,)."""
     rng = np.random.default_rng(0)
-    return rng.random((batch, SIZES[0])), rng.integers(0, SIZES[-1], batch)
+    return rng.random((batch, SIZES[0])).astype(dtype), rng.integers(0, SIZES[-1], batch)
 
 
-def minifw_step(mf: Any, batch: int = BATCH) -> tuple[str, Step]:
+def minifw_step(mf: Any, batch: int = BATCH, dtype: str = "float64") -> tuple[str, Step]:
     """(variant name, a function running one forward + backward + SGD update)."""
-    x_np, y_np = data(batch)
+    x_np, y_np = data(batch, dtype)
     x, y = mf.tensor(x_np), mf.tensor(y_np)
     if has_nn_api(mf):
         model = mf.nn.Sequential(
             mf.nn.Linear(SIZES[0], SIZES[1]), mf.nn.ReLU(), mf.nn.Linear(SIZES[1], SIZES[2])
         )
+        if dtype == "float32":
+            model = model.float()
         opt = mf.optim.SGD(model.parameters(), lr=LR)
 
         def nn_step() -> Any:
@@ -78,13 +85,13 @@ def minifw_step(mf: Any, batch: int = BATCH) -> tuple[str, Step]:
     return "tensor ops (no nn.Linear/optim.SGD yet)", tensor_step
 
 
-def torch_step(torch: Any, batch: int = BATCH) -> Step:
-    """The same step in PyTorch with torch.nn (float64, like minifw's default dtype)."""
-    x_np, y_np = data(batch)
+def torch_step(torch: Any, batch: int = BATCH, dtype: str = "float64") -> Step:
+    """The same step in PyTorch with torch.nn, in `dtype`."""
+    x_np, y_np = data(batch, dtype)
     x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
     model = torch.nn.Sequential(
         torch.nn.Linear(SIZES[0], SIZES[1]), torch.nn.ReLU(), torch.nn.Linear(SIZES[1], SIZES[2])
-    ).double()
+    ).to(getattr(torch, dtype))
     opt = torch.optim.SGD(model.parameters(), lr=LR)
 
     def step() -> Any:
@@ -97,24 +104,103 @@ def torch_step(torch: Any, batch: int = BATCH) -> Step:
     return step
 
 
-def mlp_step_case(quick: bool, repeat: int) -> str:
-    """One table line: minifw's and PyTorch's time for one training step, and the ratio."""
+def lenet_steps(mf: Any, torch: Any, batch: int) -> tuple[Step, Step | None]:
+    """One step of the digits LeNet in minifw and (if given) in PyTorch, same weights."""
+    from project.digits import DEFAULTS, DigitsNet
+
+    rng = np.random.default_rng(0)
+    images, labels = rng.random((batch, 1, 8, 8)), rng.integers(0, 10, batch)
+    net = DigitsNet(8, DEFAULTS.channels, DEFAULTS.hidden)
+    steps = [_step(mf, net, mf.tensor(images), mf.tensor(labels))]
+    if torch is not None:
+        twin = _torch_lenet(torch, DEFAULTS.channels, DEFAULTS.hidden)
+        with torch.no_grad():
+            for name, value in net.state_dict().items():
+                twin.get_parameter(name).copy_(torch.from_numpy(value.numpy()))
+        steps.append(_step(torch, twin, torch.from_numpy(images), torch.from_numpy(labels)))
+    return steps[0], steps[1] if torch is not None else None
+
+
+def _step(lib: Any, net: Any, images: Any, labels: Any) -> Step:
+    """zero_grad, cross-entropy of `net(images)`, backward, Adam step (the digits run's)."""
+    from project.digits import DEFAULTS
+
+    opt = lib.optim.Adam(net.parameters(), lr=DEFAULTS.lr)
+
+    def step() -> Any:
+        opt.zero_grad()
+        loss = lib.nn.functional.cross_entropy(net(images), labels)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def _torch_lenet(torch: Any, channels: tuple[int, int], hidden: int) -> Any:
+    """`DigitsNet` written with torch.nn (float64), parameters named as minifw's."""
+    nn = torch.nn
+
+    class TorchDigitsNet(nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, channels[0], 3, padding=1)
+            self.conv2 = nn.Conv2d(channels[0], channels[1], 3, padding=1)
+            self.pool = nn.MaxPool2d(2)
+            self.fc1 = nn.Linear(channels[1] * 4, hidden)
+            self.fc2 = nn.Linear(hidden, 10)
+
+        def forward(self, x: Any) -> Any:
+            x = self.pool(self.conv1(x).relu())
+            x = self.pool(self.conv2(x).relu())
+            return self.fc2(self.fc1(x.flatten(1)).relu())
+
+    return TorchDigitsNet().double()
+
+
+def training_step_cases(quick: bool, repeat: int, only: str = "") -> list[str]:
+    """Table lines: minifw's and PyTorch's time per training step, and the ratio.
+
+    `only` "mlp" or "lenet" keeps those lines. The target (issue 19) is at least
+    PyTorch's eager speed: "vs torch" >= 1.
+    """
     import minifw as mf
 
-    batch = 8 if quick else BATCH
-    name = f"MLP 784-128-10 SGD step, batch {batch}"
-    try:
-        variant, step = minifw_step(mf, batch)
-        t_mf = best_time(step, repeat)
-    except (AttributeError, NotImplementedError, TypeError) as error:
-        return f"{name}: skipped, minifw lacks part of the API ({error})"
     try:
         import torch
     except ImportError:
-        return f"{name}: minifw {t_mf * 1e3:.3f} ms [{variant}]; torch not installed"
-    t_th = best_time(torch_step(torch, batch), repeat)
-    verdict = "" if quick else f"minifw <= 2x torch: {'ok' if t_mf <= 2 * t_th else 'MISS'} "
-    return (
-        f"{name:<34}{t_mf * 1e3:11.3f}{'-':>10}{t_th * 1e3:10.3f}{'-':>10}"
-        f"{t_th / t_mf:10.2f}  {verdict}[{variant}]"
-    )
+        torch = None
+    batch = 8 if quick else BATCH
+    lines: list[str] = []
+    for dtype in ("float64", "float32") if only != "lenet" else ():
+        name = f"MLP 784-128-10 SGD {dtype}, b{batch}"
+        try:
+            variant, step = minifw_step(mf, batch, dtype)
+        except (AttributeError, NotImplementedError, TypeError) as error:
+            lines.append(f"{name}: skipped, minifw lacks part of the API ({error})")
+            continue
+        other = torch_step(torch, batch, dtype) if torch is not None else None
+        lines.append(_step_line(name, step, other, quick, repeat, f" [{variant}]"))
+    if only == "mlp":
+        return lines
+    from project.digits import DEFAULTS
+
+    batch = 8 if quick else DEFAULTS.batch
+    mf_lenet, torch_lenet = lenet_steps(mf, torch, batch)
+    lines.append(_step_line(f"digits LeNet Adam step, b{batch}", mf_lenet, torch_lenet,
+                            quick, repeat, ""))  # fmt: skip
+    return lines
+
+
+def _step_line(name: str, step: Step, other: Step | None, quick: bool, repeat: int,
+               note: str) -> str:  # fmt: skip
+    """One table line for a training step timed in turns with PyTorch's."""
+    steps = {"minifw": step} if other is None else {"minifw": step, "torch": other}
+    times = best_times(steps, max(1, repeat // 4))
+    t_mf = times["minifw"]
+    if other is None:
+        return f"{name:<34}{t_mf * 1e3:11.3f}  (torch not installed){note}"
+    t_th = times["torch"]
+    verdict = "" if quick else f">= 1.0: {'ok' if t_th >= t_mf else 'MISS'}"
+    return (f"{name:<34}{t_mf * 1e3:11.3f}{'-':>10}{t_th * 1e3:10.3f}{'-':>10}"
+            f"{t_th / t_mf:10.2f}  {verdict}{note}")  # fmt: skip

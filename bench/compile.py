@@ -20,6 +20,12 @@ five blocks of `--repeat` calls each; the best time is reported):
   compiled together (`loss.backward()` inside the compiled function, the update
   eager); "compiled", the whole step compiled (the update `p -= lr * p.grad` too);
   and the same step in PyTorch CPU, eager.
+- nn mlp / mlp adam: the 784-128-10 step as people write it (nn.Linear, cross_entropy on
+  int64 labels, `optimizer.step()`), with SGD and with Adam: eager, the whole step
+  compiled, and PyTorch eager, float32.
+- lenet: the digits net of project/digits.py (conv3x3-relu-pool twice, two linear
+  layers) on 8x8 images, its SGD step eager, compiled, and the same net in PyTorch
+  eager, float32.
 
 Ratios are "other time / compiled time": above 1 means the compiled version is faster.
 Targets (issue 8): chain compiled >= 3x eager and faster than numpy; MLP step compiled
@@ -178,10 +184,56 @@ def bench_mlp(batch: int, sizes: tuple[int, int, int], repeat: int, lr: float) -
     return times
 
 
+def classifier_step(lib: Any, model: Any, optimizer: str, lr: float) -> Callable[[Any, Any], Any]:
+    """zero_grad, cross_entropy on int64 labels, backward, `optimizer` step (mf or torch)."""
+    opt = getattr(lib.optim, optimizer)(model.parameters(), lr=lr)
+
+    def step(x: Any, y: Any) -> Any:
+        opt.zero_grad()
+        loss = lib.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def time_classifier(
+    make: Callable[[Any], Callable[[Any, Any], Any]], xs: np.ndarray, labels: np.ndarray,
+    repeat: int, title: str,
+) -> dict[str, float]:  # fmt: skip
+    """Time `make(lib)`'s step eager, compiled and in PyTorch, float32; print `title`.
+
+    The eager and compiled steps start from the same weights: their first three losses
+    must agree (the first compiled call is the capture, the others replays).
+    """
+    mf.set_default_dtype(mf.float32)
+    try:
+        x, y = mf.tensor(xs), mf.tensor(labels)
+        eager, compiled = make(mf), mf_compile(make(mf))
+        for _ in range(3):
+            want, got = eager(x, y).item(), compiled(x, y).item()
+            assert abs(want - got) <= 1e-5 * max(1.0, abs(want)), (want, got)
+        cases: dict[str, Callable[[], Any]] = {
+            "eager": lambda: eager(x, y),
+            "compiled": lambda: compiled(x, y),
+        }
+        if torch is not None:
+            tx, ty = torch.tensor(xs), torch.tensor(labels)
+            torch_step = make(torch)
+            cases["torch"] = lambda: torch_step(tx, ty)
+        times = best_times(cases, repeat)
+        fallbacks = compiled.stats["fallbacks"] + compiled.stats["eager_calls"]
+    finally:
+        mf.set_default_dtype(mf.float64)
+    print(f"{title}, float32{'' if not fallbacks else f' ({fallbacks} calls ran eagerly)'}")
+    return times
+
+
 def bench_nn_mlp(
-    batch: int, sizes: tuple[int, int, int], repeat: int, lr: float
+    batch: int, sizes: tuple[int, int, int], repeat: int, lr: float, optimizer: str = "SGD"
 ) -> dict[str, float]:
-    """The step as people write it: nn.Linear, cross_entropy on int64 labels, optim.SGD.
+    """The step as people write it: nn.Linear, cross_entropy on int64 labels, `optimizer`.
 
     Times minifw eager, the whole step under `mf.compile` (zero_grad, forward, backward
     and the update), and PyTorch eager, float32.
@@ -195,37 +247,37 @@ def bench_nn_mlp(
         model = lib.nn.Sequential(
             lib.nn.Linear(sizes[0], sizes[1]), lib.nn.ReLU(), lib.nn.Linear(sizes[1], sizes[2])
         )
-        opt = lib.optim.SGD(model.parameters(), lr=lr)
+        return classifier_step(lib, model, optimizer, lr)
 
-        def step(x: Any, y: Any) -> Any:
-            opt.zero_grad()
-            loss = lib.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+    title = f"nn MLP step (Linear, cross_entropy on int64 labels, {optimizer}), batch {batch}"
+    return time_classifier(make, xs, labels, repeat, title)
 
-        return step
 
-    mf.set_default_dtype(mf.float32)
-    try:
-        x, y = mf.tensor(xs), mf.tensor(labels)
-        eager, compiled = make(mf), mf_compile(make(mf))
-        compiled(x, y)
-        cases: dict[str, Callable[[], Any]] = {
-            "eager": lambda: eager(x, y),
-            "compiled": lambda: compiled(x, y),
-        }
-        if torch is not None:
-            tx, ty = torch.tensor(xs), torch.tensor(labels)
-            torch_step = make(torch)
-            cases["torch"] = lambda: torch_step(tx, ty)
-        times = best_times(cases, repeat)
-        fallbacks = compiled.stats["fallbacks"] + compiled.stats["eager_calls"]
-    finally:
-        mf.set_default_dtype(mf.float64)
-    print(f"nn MLP step (Linear, cross_entropy on int64 labels, SGD), batch {batch}, float32"
-          f"{'' if not fallbacks else f' ({fallbacks} calls ran eagerly)'}")  # fmt: skip
-    return times
+def bench_lenet(batch: int, repeat: int, lr: float) -> dict[str, float]:
+    """The digits LeNet step (project/digits.py's DigitsNet) with SGD on 8x8 images.
+
+    PyTorch runs the same layers (conv3x3 pad 1, ReLU, maxpool 2, twice; 64-32-10).
+    """
+    from project.digits import DigitsNet
+
+    rng = np.random.default_rng(2)
+    xs = rng.random((batch, 1, 8, 8)).astype(np.float32)
+    labels = rng.integers(0, 10, batch)
+
+    def make(lib: Any) -> Callable[[Any, Any], Any]:
+        lib.manual_seed(0)
+        if lib is mf:
+            return classifier_step(mf, DigitsNet(), "SGD", lr)
+        nn = lib.nn
+        model = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10),
+        )  # fmt: skip
+        return classifier_step(lib, model, "SGD", lr)
+
+    title = f"LeNet digits step (DigitsNet, cross_entropy, SGD), batch {batch}, 1x8x8"
+    return time_classifier(make, xs, labels, repeat, title)
 
 
 def report(name: str, times: dict[str, float], targets: dict[str, float]) -> None:
@@ -266,6 +318,8 @@ def main() -> None:
     report("sigmoid", bench_chain(n, args.repeat, sigmoid_chain, sigmoid_chain_numpy), targets)
     report("mlp", bench_mlp(batch, sizes, args.repeat, 0.05), {"torch": 1.0})
     report("nn mlp", bench_nn_mlp(batch, sizes, args.repeat, 0.05), {"torch": 1.3})
+    report("mlp adam", bench_nn_mlp(batch, sizes, args.repeat, 1e-3, "Adam"), {})
+    report("lenet", bench_lenet(batch, args.repeat, 0.05), {})
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _busy import busy_lines  # noqa: E402
 from _startup import startup_times  # noqa: E402
 from _timing import Timer, best_time  # noqa: E402
-from _training import mlp_step_case  # noqa: E402
+from _training import training_step_cases  # noqa: E402
 
 from minifw.backends import get_backend  # noqa: E402
 from minifw.core import operators as ops  # noqa: E402
@@ -155,8 +155,9 @@ def run(args: argparse.Namespace) -> int:
         rate = _gflops(name, t_mf, t_np)
         print(f"{name:<34}{t_mf * 1e3:11.3f}{t_np * 1e3:10.3f}{torch_ms}"
               f"{ratio:10.2f}{torch_ratio}  {verdict}{rate}", flush=True)  # fmt: skip
-    if not args.only or "mlp" in args.only:
-        print(mlp_step_case(args.quick, args.repeat), flush=True)
+    if args.only in ("", "step", "mlp", "lenet"):
+        for line in training_step_cases(args.quick, args.repeat, args.only):
+            print(line, flush=True)
     if not args.only or "startup" in args.only:
         for line in startup_times(cold=not args.quick and not args.no_cold):
             print(line, flush=True)

@@ -21,7 +21,10 @@ from minifw.core.tensor_data import (
     INT64_MAX,
     Index,
     TensorData,
+    index_array,
+    kernel_operands,
     numel_of,
+    shape_and_size,
     shape_broadcast,
     strides_from_shape,
 )
@@ -100,8 +103,10 @@ class TensorBackend:
     def empty(self, shape: tuple[int, ...], dtype: Any) -> TensorData:
         """A contiguous TensorData of `shape` with uninitialised cells."""
         kind = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
-        check_storage_size(shape, kind.itemsize)
-        return TensorData(self.ops.empty(numel_of(shape), kind), shape)
+        shape, size = shape_and_size(shape)
+        if size * kind.itemsize > INT64_MAX:
+            check_storage_size(shape, kind.itemsize)
+        return TensorData(self.ops.empty(size, kind), shape)
 
     def full(self, shape: tuple[int, ...], value: float, dtype: Any) -> TensorData:
         """A contiguous TensorData of `shape` filled with `value`."""
@@ -144,7 +149,7 @@ class TensorBackend:
             if anyone_listening[0]:
                 hooks.launch(Launch(self, kind, op, (out,), (a,)))
             else:
-                self.ops.map(op, *out.tuple(), *a.tuple())
+                self.ops.map(op, *kernel_operands(out, (a,))[0])
         return out
 
     def zip(
@@ -181,7 +186,7 @@ class TensorBackend:
             if anyone_listening[0]:
                 hooks.launch(Launch(self, kind, op, (out,), (a, b)))
             else:
-                self.ops.zip(op, *out.tuple(), *a.tuple(), *b.tuple())
+                self.ops.zip(op, *kernel_operands(out, (a, b))[0])
         return out
 
     def reduce(self, op: int, a: TensorData, dim: int) -> TensorData:
@@ -211,11 +216,17 @@ class TensorBackend:
             if anyone_listening[0]:
                 hooks.launch(Launch(self, "reduce", op, (out,), (a,), dim))
             else:
-                self.ops.reduce(op, *out.tuple(), *a.tuple(), dim)
+                args, merged_dim = kernel_operands(out, (a,), dim)
+                kernels: Any = self.ops  # mypy cannot count the unpacked arguments
+                kernels.reduce(op, *args, merged_dim)
         return out
 
     def matmul(self, a: TensorData, b: TensorData) -> TensorData:
         """Matrix product with PyTorch's 1-D, 2-D and broadcast-batched rules."""
+        if len(a.shape) == 2 == len(b.shape) and not anyone_listening[0]:
+            product = self._matmul_2d(a, b)
+            if product is not None:
+                return product
         self._check_device("matmul", a, b)
         if a._storage.dtype != b._storage.dtype:
             _check_same_dtype("matmul", _dtype(a), _dtype(b))
@@ -262,6 +273,30 @@ class TensorBackend:
         # out is a fresh row-major buffer, so any shape of its size views it.
         return TensorData(out.base, shape, None, 0, out.version)
 
+    def _matmul_2d(self, a: TensorData, b: TensorData) -> TensorData | None:
+        """The product of matrices of one dtype on this device, k >= 1; else None.
+
+        The common case, with no 3-D views built: the kernel gets the operands' strides
+        with a batch dim of 1 in front. `matmul` checks and reports any other case.
+        """
+        (n, k), (depth, m) = a.shape, b.shape
+        dtype = a._storage.dtype
+        if k != depth or not k or dtype != b._storage.dtype or not self._holds(a, b):
+            return None
+        out = self.empty((n, m), dtype)
+        if out.size:
+            self.ops.matmul(
+                out.storage, index_array((1, n, m)), index_array((n * m, m, 1)),
+                a.storage, index_array((1, n, k)), index_array((0, *a.strides)),
+                b.storage, index_array((1, k, m)), index_array((0, *b.strides)),
+            )  # fmt: skip
+        return out
+
+    def _holds(self, *datas: TensorData) -> bool:
+        """True when every storage lives on this backend's device."""
+        cpu = self.device == "cpu"
+        return all((type(data._storage) is np.ndarray) == cpu for data in datas)
+
     def _as_3d(self, x: TensorData, batch: tuple[int, ...]) -> TensorData:
         """View `x` as (B, rows, cols), B = 1 (broadcast by the kernel) or numel(batch)."""
         rows, cols = x.shape[-2:]
@@ -306,7 +341,7 @@ class TensorBackend:
         """Raise unless every storage lives on this backend's device."""
         cpu = self.device == "cpu"
         for data in datas:
-            on_host = isinstance(data._storage, np.ndarray)
+            on_host = type(data._storage) is np.ndarray or isinstance(data._storage, np.ndarray)
             if on_host != cpu:
                 found = "cpu" if on_host else "cuda"
                 raise RuntimeError(

@@ -12,12 +12,19 @@ launches, backward passes, leaf gradients, host reads, and what optimizers repor
 What cannot be replayed is listed in `Recorder.problems` (a capture with problems
 runs eagerly instead): reading values on the host (`item()`, `numpy()`,
 `tolist()`, printing, casts), writing in place into a tensor the traced ops did
-not compute (except a leaf whose gradient a backward in the function made: an
-optimizer step), random numbers, and autograd state the replay cannot rebuild.
+not compute, random numbers, and autograd state the replay cannot rebuild.
+
+In-place writes a replay can repeat go into: an argument; a step's output; a buffer
+made inside the function without a launch (`zeros`, `full`, `empty`, conv's padding:
+`hooks.fresh` tells the recorder), which becomes a "fill" step that makes it again,
+filled, before its first use; a leaf whose gradient a backward in the function made
+(an optimizer step); and state an optimizer keeps across calls (`hooks.state`: Adam's
+moments and step counts), which the replay looks up on its tensor at every call.
 Optimizers report what they cannot replay (`hooks.unreplayable`), and the Python
 values they read that a replay must match (`hooks.guard`). Losses report the checks
 they make on an argument's values (class indices in range: `hooks.check`), which a
-replay repeats on its own arguments before running anything.
+replay repeats on its own arguments (or on the tensors it reads by reference) before
+running anything.
 """
 
 from __future__ import annotations
@@ -55,7 +62,10 @@ class Ref:
 
 @dataclass(slots=True)
 class Buffer:
-    """Where a buffer comes from: "input", "step", "object" or "const"."""
+    """Where a buffer comes from: "input", "step", "object" or "const".
+
+    `index` is the argument's position for an "input", the step's for a "step".
+    """
 
     origin: str
     index: int
@@ -67,7 +77,11 @@ class Buffer:
 
 @dataclass(slots=True)
 class Step:
-    """One recorded launch: `kind` ("map", "map_into", "zip", "reduce", "matmul")."""
+    """One recorded launch: `kind` ("map", "map_into", "zip", "reduce", "matmul").
+
+    A "fill" step launches nothing: it makes its output buffer again, every cell the
+    buffer's `fill` (or unset), for a buffer made without a launch and written in place.
+    """
 
     kind: str
     op: int
@@ -141,6 +155,8 @@ class Recorder(hooks.Listener):
         self.guards: list[tuple[Callable[[], Any], Any]] = []
         self.checks: list[tuple[Ref, Any, Callable[[Any], None]]] = []
         self.cleared: dict[int, Tensor] = {}  # leaves whose .grad f set to None first
+        self.fresh: dict[int, tuple[Any, Any, Any]] = {}  # made unlaunched: storage, backend, fill
+        self.state: dict[int, Tensor] = {}  # state kept across calls, by storage
         self._ids: dict[int, int] = {}
         self._alive: list[Any] = []  # every storage seen, so that ids stay unique
         for i, t in enumerate(inputs):
@@ -181,13 +197,28 @@ class Recorder(hooks.Listener):
         self.guards.append((read, read()))
 
     def on_check(self, data: TensorData, backend: Any, check: Callable[[Any], None]) -> None:
-        """Check the values now; a replay checks its arguments' values the same way."""
+        """Check the values now; a replay checks the same tensor's values the same way.
+
+        That is an argument, or a tensor read by reference (closed-over labels); the
+        values of one the function computes are not known before the replay runs.
+        """
         ref = self.ref(data)
         check(host_values(backend, data))
-        if self.buffers[ref.buf].origin != "input":
+        if self.buffers[ref.buf].origin not in ("input", "const"):
             self.on_host_read(f"a check of the values of a tensor of shape {data.shape}")
             return
         self.checks.append((ref, backend, check))
+
+    def on_fresh(self, data: TensorData, backend: Any, fill: Any) -> None:
+        """Note a buffer made without a launch: if written in place, a replay makes it again."""
+        self.fresh[id(data.base)] = (data.base, backend, fill)
+
+    def on_state(self, tensors: list[Any]) -> None:
+        """Note state kept across calls: the replay may write it in place, as f does."""
+        for t in tensors:
+            self.fresh.pop(id(t._data.base), None)
+            self.state[id(t._data.base)] = t
+            self._alive.append(t)
 
     def on_backward(self, entering: bool) -> None:
         """Follow the backward passes, so that their launches count as a backward in f."""
@@ -205,12 +236,13 @@ class Recorder(hooks.Listener):
             inputs = tuple(self.ref(d) for d in launch.inputs)
             out = launch.outs[0]
             if kind in ("map_into", "zip_into"):
+                self._refill(out.base)
                 if not self._writable(out):
                     self.problems.append(
                         f"it writes in place into a tensor of shape {out.shape} that the "
-                        "traced ops did not compute (a tensor made inside the function by "
-                        "zeros/empty/cat, or state outside it other than a leaf whose "
-                        "gradient its backward made)"
+                        "traced ops did not compute (state outside the function other than "
+                        "a leaf whose gradient its backward made or an optimizer's state, "
+                        "or a tensor made from numpy data)"
                     )
             else:
                 fill = out.base[0] if kind == "reduce" else None
@@ -228,15 +260,42 @@ class Recorder(hooks.Listener):
         proceed(launch)
 
     def _writable(self, out: TensorData) -> bool:
-        """True if a replay can write into `out`: an input, a step's output, or a leaf.
+        """True if a replay can write into `out`: an input, a step's output, a leaf, state.
 
         A leaf qualifies once a backward in f made its gradient (an optimizer step); the
-        replay looks its storage up again at every call, as it does for parameters.
+        replay looks its storage up again at every call, as it does for parameters, and
+        for the state an optimizer reported (`on_state`).
         """
         number = self._ids.get(id(out.base))
         if number is not None and self.buffers[number].origin in ("input", "step"):
             return True
+        if id(out.base) in self.state:
+            return True
         return any(leaf._data.base is out.base for leaf in self.leaves.values())
+
+    def _refill(self, storage: Any) -> None:
+        """Make a buffer made without a launch, now written in place, the output of a step.
+
+        The "fill" step goes before the first step that reads the buffer (it was a
+        constant until now), so a replay makes it again, filled, before using it.
+        """
+        found = self.fresh.pop(id(storage), None)
+        if found is None:
+            return
+        _, backend, fill = found
+        number = self._ids.get(id(storage))
+        at = len(self.steps)
+        if number is None:
+            number = self._register(storage, "step", at, fill)
+        else:
+            at = next((i for i, step in enumerate(self.steps) if number in _buffers(step)), at)
+            for buffer in self.buffers:
+                if buffer.origin == "step" and buffer.index >= at:
+                    buffer.index += 1
+            buffer = self.buffers[number]
+            buffer.origin, buffer.index, buffer.storage, buffer.fill = "step", at, None, fill
+        ref = Ref(number, (int(storage.size),), (1,), 0)
+        self.steps.insert(at, Step("fill", -1, -1, backend, ref, ()))
 
     def on_grads_cleared(self, tensors: list[Any]) -> None:
         """Note tensors whose `.grad` f sets to None (those no backward in f set yet)."""
@@ -264,6 +323,11 @@ class Recorder(hooks.Listener):
         self.leaves[id(leaf)] = leaf
 
 
+def _buffers(step: Step) -> list[int]:
+    """The buffers a step writes or reads."""
+    return [step.out.buf, *(ref.buf for ref in step.inputs)]
+
+
 def capturing() -> bool:
     """True while this thread captures a function."""
     return hooks.recording()
@@ -287,7 +351,10 @@ def analyse(recorder: Recorder, result: Any) -> Graph:
     """Describe the function's result (and its autograd graph) over the recorded buffers."""
     graph = Graph(recorder.buffers, recorder.steps, [], [], None, guards=recorder.guards)
     graph.checks = recorder.checks
+    if any(graph.buffers[ref.buf].origin == "step" for ref, _, _ in graph.checks):
+        raise UnsupportedError("it checks the values of a tensor that it writes in place")
     describer = _Describer(recorder, graph)
+    describer.state_objects()
     outputs: list[Tensor] = []
     _collect(result, outputs)
     for t, before in zip(recorder.inputs, recorder.grads_before, strict=True):
@@ -337,6 +404,16 @@ class _Describer:
         self.node_ids: dict[int, int] = {}
         self.object_ids: dict[int, int] = {}
         self.detached = False
+
+    def state_objects(self) -> None:
+        """Make the optimizer state the steps use objects: looked up at every replay."""
+        for t in self.recorder.state.values():
+            number = self.recorder._ids.get(id(t._data.base))
+            if number is None or self.graph.buffers[number].origin == "input":
+                continue
+            if self.graph.buffers[number].origin == "step":
+                raise UnsupportedError("it keeps state that it computes (make it before f runs)")
+            self._object(t, self.recorder.ref(t._data))
 
     def nodes_of(self, outputs: list[Tensor]) -> None:
         """Describe every autograd node behind `outputs`, inputs before users."""

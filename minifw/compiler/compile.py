@@ -33,13 +33,18 @@ Capture semantics (the tracing pitfalls)
       (optimizer steps) are seen. Those in the autograd graph (parameters that
       require grad) are looked up again at every call, so `p.data = ...` is seen
       too; a new shape or requires_grad of one of them captures again.
+    - Tensors `f` makes without a kernel (`zeros`, `ones`, `full`, `empty`, and
+      those inside `cat`, `stack`, conv's padding and the backward of slicing and
+      unfolding) may be written in place: the replay makes each one again, filled
+      as at capture, before its first use ("fill" in `explain()`).
     - A capture that cannot be replayed faithfully falls back to eager, with a
-      `CompileWarning`, and that signature stays eager: reading values on the
-      host (`.item()`, `float(t)`, `.tolist()`, `.numpy()`, printing, and so
-      dtype casts), random numbers (`rand`, dropout), writing in place into a
-      tensor the traced ops did not compute (`cat`, `stack`, filling a fresh
-      `zeros`, updating state outside `f`; parameters are the exception, below),
-      an optimizer step that keeps per-parameter state (SGD with momentum, Adam),
+      `CompileWarning` that says why (once), and that signature stays eager:
+      reading values on the host (`.item()`, `float(t)`, `.tolist()`, `.numpy()`,
+      printing, and so dtype casts other than to and from bool), random numbers
+      (`rand`, dropout), writing in place into a tensor the traced ops did not
+      compute (state outside `f`, a tensor made from numpy data; parameters and
+      optimizer state are the exceptions, below), an optimizer step that replaces
+      its per-parameter state at every step (SGD with momentum, RMSprop, Adagrad),
       hooks on intermediates, or arguments of other types. Never a wrong answer.
     - A whole training step can be captured: when `f` calls `loss.backward()`,
       the backward's kernels are captured (and fused) too, and each replay sets
@@ -49,11 +54,17 @@ Capture semantics (the tracing pitfalls)
       so the gradients accumulate as usual. The tensors such an `f` returns come
       back without autograd history.
     - The update can be part of the step: after its backward, `f` may write in
-      place into those leaves (`p -= lr * p.grad` under `no_grad`, or a plain
-      `optimizer.step()`) and set their `.grad` to None; each update runs as one
-      fused kernel writing the parameter's cells. The hyperparameters an
-      optimizer reads (lr, weight decay) are guarded: a scheduler's new lr
-      captures again rather than replaying the old one.
+      place into those leaves (`p -= lr * p.grad` under `no_grad`, or
+      `optimizer.step()` of SGD without momentum, Adam or AdamW) and set their
+      `.grad` to None; each update runs as fused kernels writing the parameter's
+      cells. Adam's state (moments, and the step count, a 0-dim tensor from which
+      the bias corrections are computed on the device) is written in place, and
+      the replay looks it up on the optimizer's tensors at every call, so eager
+      and replayed steps can alternate. The optimizer's groups, hyperparameters
+      (lr, weight decay, betas) and state tensors are guarded: a scheduler's new
+      lr, or a `load_state_dict`, captures again rather than replaying the old.
+    - The checks a loss makes on class-index labels (in range) are repeated by
+      every replay, on an argument or on a tensor `f` reads by reference.
     - The first call's result is the eager result itself.
     - numpy data that `f` turns into tensors is frozen at capture.
     - Calls made while another compiled function is being captured run eagerly

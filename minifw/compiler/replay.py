@@ -94,12 +94,13 @@ def _storage(bufs: list[Any], ref: Ref) -> Any:
 
 
 class _StepRun:
-    """One step run as recorded, straight on its kernel set."""
+    """One step run as recorded, straight on its kernel set ("fill": only allocated)."""
 
     def __init__(self, step: Step, graph: Graph) -> None:
         self.step = step
         self.ops = step.backend.ops
-        self.kernel = getattr(self.ops, "map" if step.kind == "map_into" else step.kind)
+        kernel = "map" if step.kind == "map_into" else step.kind
+        self.kernel = None if step.kind == "fill" else getattr(self.ops, kernel)
         self.fresh = step.kind != "map_into"
         out = graph.buffers[step.out.buf]
         self.size, self.dtype, self.fill = out.size, out.dtype, out.fill
@@ -128,6 +129,8 @@ class _StepRun:
                 bufs[step.out.buf] = self.start.copy()
             else:
                 bufs[step.out.buf] = self.ops.from_numpy(np.full(self.size, self.fill, self.dtype))
+        if self.kernel is None:  # a "fill" step: the new buffer is all it makes
+            return
         if observed:
             datas = [TensorData(bufs[r.buf], r.shape, r.strides, r.offset) for r in self.refs]
             launch = Launch(
@@ -249,7 +252,8 @@ class Plan:
                              f"{len(item.outputs)}{into}, reads {reads}")  # fmt: skip
             else:
                 s = item.step
-                lines.append(f"  {op_name(s.kind, s.op)} -> {list(s.out.shape)}")
+                name = "fill" if s.kind == "fill" else op_name(s.kind, s.op)
+                lines.append(f"  {name} -> {list(s.out.shape)}")
         return "\n".join(lines)
 
     def _execute(self, bufs: list[Any], observed: bool) -> None:

@@ -18,6 +18,10 @@ on_guard            optimizers                                  Python state bak
 on_check            losses (class-index targets)                values are checked on the
                                                                 host, never computed with
 on_grads_cleared    Optimizer.zero_grad                         .grad set to None
+on_fresh            tensor creation (zeros, full, empty),       a new buffer is made,
+                    conv's padding                              filled without a launch
+on_state            optimizers (Adam's moments, step counts)    tensors kept across calls
+                                                                that a step updates in place
 ==================  ==========================================  ===========================
 
 A launch goes down the chain of this thread's listeners, newest first: each gets
@@ -39,7 +43,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from minifw.core import operators
-from minifw.core.tensor_data import TensorData
+from minifw.core.tensor_data import TensorData, kernel_operands
 
 T = TypeVar("T")
 
@@ -88,13 +92,12 @@ class Launch:
         """Run the kernel (nothing for "to_host", which only reports a host read)."""
         ops, kind = self.backend.ops, self.kind
         if kind in ("map", "map_into"):
-            ops.map(self.op, *self.outs[0].tuple(), *self.inputs[0].tuple())
+            ops.map(self.op, *kernel_operands(self.outs[0], self.inputs)[0])
         elif kind in ("zip", "zip_into"):
-            ops.zip(
-                self.op, *self.outs[0].tuple(), *self.inputs[0].tuple(), *self.inputs[1].tuple()
-            )
+            ops.zip(self.op, *kernel_operands(self.outs[0], self.inputs)[0])
         elif kind == "reduce":
-            ops.reduce(self.op, *self.outs[0].tuple(), *self.inputs[0].tuple(), self.dim)
+            args, dim = kernel_operands(self.outs[0], self.inputs, self.dim)
+            ops.reduce(self.op, *args, dim)
         elif kind == "matmul":
             ops.matmul(*self.outs[0].tuple(), *self.inputs[0].tuple(), *self.inputs[1].tuple())
         elif kind == "fused":
@@ -154,6 +157,12 @@ class Listener:
 
     def on_check(self, data: TensorData, backend: Any, check: Callable[[Any], None]) -> None:
         """`check(values)` validates the values of `data` (raising on bad ones) now."""
+
+    def on_fresh(self, data: TensorData, backend: Any, fill: Any) -> None:
+        """`data` is a new buffer of `backend`, each cell `fill` (None: unset), made unlaunched."""
+
+    def on_state(self, tensors: list[Any]) -> None:
+        """These tensors are state kept across calls (Adam's moments), updated in place."""
 
 
 class _PerThread(threading.local):
@@ -285,9 +294,21 @@ def grads_cleared(tensors: list[Any]) -> None:
         listener.on_grads_cleared(tensors)
 
 
+def fresh(data: TensorData, backend: Any, fill: Any) -> None:
+    """Tell listeners that `data` is a new buffer whose cells all hold `fill` (None: unset)."""
+    for listener in tuple(_local.listeners):
+        listener.on_fresh(data, backend, fill)
+
+
+def state(tensors: list[Any]) -> None:
+    """Tell listeners that these tensors are state kept across calls, updated in place."""
+    for listener in tuple(_local.listeners):
+        listener.on_state(tensors)
+
+
 __all__ = [
     "KINDS", "Launch", "Listener", "Proceed", "add_listener", "anyone_listening", "check",
-    "grads_cleared",
+    "fresh", "grads_cleared",
     "guard", "host_read", "launch", "leaf_grad", "listen", "listening", "op_name", "recording",
-    "remove_listener", "run_backward", "run_function", "unreplayable",
+    "remove_listener", "run_backward", "run_function", "state", "unreplayable",
 ]  # fmt: skip

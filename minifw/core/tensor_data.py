@@ -152,8 +152,8 @@ _STRIDES: dict[Any, tuple[Strides, Index]] = {}
 _ARRAYS: dict[tuple[int, ...], Index] = {}
 
 
-def _index_array(values: tuple[int, ...]) -> Index:
-    """The shared int64 array of `values` (an int tuple)."""
+def index_array(values: tuple[int, ...]) -> Index:
+    """The shared int64 array of `values` (an int tuple): kernels read it, none writes it."""
     found = _ARRAYS.get(values)
     if found is None:
         if len(_ARRAYS) >= _CACHE_LIMIT:
@@ -183,6 +183,14 @@ def _shape_entry(shape: Sequence[int]) -> tuple[Shape, Index, Strides, Index, in
     return _cached(_SHAPES, shape, _new_shape_entry)  # type: ignore[no-any-return]
 
 
+def shape_and_size(shape: Sequence[int]) -> tuple[Shape, int]:
+    """(`shape` as a tuple of ints, its number of cells); refuses one that overflows int64."""
+    entry = _SHAPES.get(shape) if type(shape) is tuple else None
+    if entry is None:
+        entry = _shape_entry(shape)
+    return entry[0], entry[4]
+
+
 def _new_shape_entry(ints: Shape) -> tuple[Shape, Index, Strides, Index, int]:
     """The `_shape_entry` of a shape not seen before; refuses one whose cells overflow int64."""
     if cells_overflow(ints):
@@ -191,7 +199,7 @@ def _new_shape_entry(ints: Shape) -> tuple[Shape, Index, Strides, Index, int]:
             f"2**63 - 1 cells)"
         )
     rows = strides_from_shape(ints)
-    return (ints, _index_array(ints), rows, _index_array(rows), numel_of(ints))
+    return (ints, index_array(ints), rows, index_array(rows), numel_of(ints))
 
 
 def _strides_entry(strides: Sequence[int]) -> tuple[Strides, Index]:
@@ -211,7 +219,7 @@ def _new_strides_entry(ints: Strides) -> tuple[Strides, Index]:
         )
     if any(st > INT64_MAX for st in ints):
         raise RuntimeError(f"strides {list(ints)} overflow int64")
-    return ints, _index_array(ints)
+    return ints, index_array(ints)
 
 
 class TensorData:
@@ -222,7 +230,9 @@ class TensorData:
     share its `version` counter, which in-place writes bump (autograd checks it).
     """
 
-    __slots__ = ("_storage", "shape", "strides", "offset", "size", "_shape", "_strides", "version")
+    __slots__ = (
+        "_storage", "shape", "strides", "offset", "size", "_shape", "_strides", "version", "dense",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -236,14 +246,16 @@ class TensorData:
         self.shape, self._shape, contiguous, rows, self.size = _shape_entry(shape)
         if strides is None:
             self.strides, self._strides = contiguous, rows
+            self.dense = True  # row-major (from `offset` on)
         else:
             self.strides, self._strides = _strides_entry(strides)
             if len(self.strides) != len(self.shape):
                 raise ValueError(f"strides {self.strides} do not match shape {self.shape}")
+            self.dense = self.strides == contiguous
         self.offset = offset if type(offset) is int else int(offset)
         self.version: list[int] = [0] if version is None else version
         if self.size:
-            if strides is None or self.strides == contiguous:
+            if self.dense:
                 # Row-major: the view spans cells offset .. offset + size - 1.
                 if type(storage) is np.ndarray:
                     cells = storage.size
@@ -469,6 +481,98 @@ class TensorData:
     def to_string(self) -> str:
         """A short description of the layout, for debugging."""
         return f"TensorData(shape={self.shape}, strides={self.strides}, offset={self.offset})"
+
+
+# ---- Kernel operands: the same cells in the fewest dims ----
+
+# (dim, then shape and strides of out and of each input) -> merged shapes and strides
+_MERGED: dict[tuple[Any, ...], tuple[list[tuple[Index, Index]], int]] = {}
+
+
+def kernel_operands(
+    out: TensorData, inputs: Sequence[TensorData], dim: int = -1
+) -> tuple[list[Any], int]:
+    """The kernel contract's arguments for writing `out` from `inputs`, and the reduced dim.
+
+    Each TensorData becomes its (storage, shape, strides), flattened in order: out, then
+    the inputs. The shapes and strides describe the same cells in as few dims as they
+    allow (`merge_dims`), so a kernel walks fewer, longer lines: a (64, 8, 4, 4, 4)
+    tensor compared with its (64, 8, 1, 4, 4) maxima becomes (512, 4, 16) against
+    (512, 1, 16). `dim` >= 0 is a reduction's dim (of the inputs), returned renumbered.
+    """
+    if dim < 0 and out.dense and all(x.dense and x.shape == out.shape for x in inputs):
+        args = [out.storage, out._shape, out._strides]  # kernels walk these in one run
+        for x in inputs:
+            args += [x.storage, x._shape, x._strides]
+        return args, dim
+    key: tuple[Any, ...] = (dim, out.shape, out.strides)
+    for x in inputs:
+        key += (x.shape, x.strides)
+    found = _MERGED.get(key)
+    if found is None:
+        if len(_MERGED) >= _CACHE_LIMIT:
+            _MERGED.clear()
+        found = _MERGED[key] = _merged_layouts(out, inputs, dim)
+    layouts, merged_dim = found
+    args = []
+    for data, (shape, strides) in zip((out, *inputs), layouts, strict=True):
+        args += [data.storage, shape, strides]
+    return args, merged_dim
+
+
+def _merged_layouts(
+    out: TensorData, inputs: Sequence[TensorData], dim: int
+) -> tuple[list[tuple[Index, Index]], int]:
+    """(shape and strides arrays of out and of each input after `merge_dims`, new dim)."""
+    shape = out.shape if dim < 0 else inputs[0].shape
+    steps = [_aligned_strides(x, len(shape)) for x in (out, *inputs)]
+    merged, merged_steps, merged_dim = merge_dims(shape, steps, dim)
+    layouts = []
+    for k, strides in enumerate(merged_steps):
+        # A broadcast dim (stride 0) gets size 1; a reduction's input keeps every size.
+        own = merged
+        if dim < 0 or k == 0:
+            own = tuple(n if st else 1 for n, st in zip(merged, strides, strict=True))
+        layouts.append((index_array(own), index_array(strides)))
+    return layouts, merged_dim
+
+
+def _aligned_strides(data: TensorData, dims: int) -> Strides:
+    """`data`'s strides over `dims` trailing-aligned dims; 0 where it broadcasts (size 1)."""
+    own = tuple(st if n != 1 else 0 for n, st in zip(data.shape, data.strides, strict=True))
+    return (0,) * (dims - len(own)) + own
+
+
+def merge_dims(
+    shape: Shape, steps: Sequence[Strides], keep: int = -1
+) -> tuple[Shape, list[Strides], int]:
+    """Fewest dims that visit the same cells: (shape, each operand's strides, new `keep`).
+
+    Dims of size 1 are dropped, and dim d joins dim d - 1 when every operand steps over
+    all of dim d exactly once per step of dim d - 1 (stride[d-1] == stride[d] * shape[d]),
+    which includes broadcasting along both (strides 0). Dim `keep` (a reduction's, when
+    >= 0) stays a dim of its own. At least one dim remains.
+    """
+    sizes: list[int] = []
+    merged: list[list[int]] = [[] for _ in steps]
+    new_keep = -1
+    for d, size in enumerate(shape):
+        if d != keep and size == 1:
+            continue
+        joins = sizes and d != keep and len(sizes) - 1 != new_keep
+        if joins and all(m[-1] == st[d] * size for m, st in zip(merged, steps, strict=True)):
+            sizes[-1] *= size
+            for m, st in zip(merged, steps, strict=True):
+                m[-1] = st[d]
+            continue
+        if d == keep:
+            new_keep = len(sizes)
+        sizes.append(size)
+        for m, st in zip(merged, steps, strict=True):
+            m.append(st[d])
+    if not sizes:
+        return (1,), [(0,) for _ in steps], new_keep
+    return tuple(sizes), [tuple(m) for m in merged], new_keep
 
 
 def index_view(data: TensorData, key: Any) -> TensorData:

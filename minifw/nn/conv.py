@@ -16,7 +16,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from minifw.core import hooks
 from minifw.core import operators as ops
+from minifw.core.hooks import anyone_listening
 from minifw.core.tensor_data import TensorData
 from minifw.tensor.functions import Function, FunctionCtx
 from minifw.tensor.tensor import Tensor
@@ -48,6 +50,8 @@ def _padded(
         return x
     shape = x.shape[:2] + tuple(s + 2 * p for s, p in zip(x.shape[2:], padding, strict=True))
     out = backend.full(shape, fill, x.base.dtype)
+    if anyone_listening[0]:  # made without a launch: tell mf.compile's capture
+        hooks.fresh(out, backend, fill)
     backend.copy_into(_inner(out, x.shape, padding), x)
     return out
 

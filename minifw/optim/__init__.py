@@ -9,6 +9,16 @@ names parameters by their position (0, 1, ...) across groups, like PyTorch, and
 
 Parameters may be `nn.Parameter`s (the optimizer reads `.value` at each step, so
 it follows `module.to(...)`) or plain tensors that require grad.
+
+Under `mf.compile` a step is captured and replayed when the state it keeps can be
+updated in place: plain SGD (no state) and Adam/AdamW, whose moments are written in
+place and whose step count is a 0-dim float64 tensor on the parameter's device, from
+which the bias corrections are computed with tensor ops while a capture records them
+(eager on the CPU, the count is read and written on the host and the corrections are
+Python numbers, with the same values). Their state is made before the first update,
+so the capture reads it as state kept across calls (`hooks.state`). SGD with momentum,
+RMSprop and Adagrad rebind their state at every step: a capture of them runs eagerly.
+`state_dict()` saves step counts as ints in every case.
 """
 
 from __future__ import annotations
@@ -164,14 +174,23 @@ class Optimizer:
 
     def step(self) -> None:
         """Update every parameter that has a gradient, in place."""
-        if anyone_listening[0]:  # tell mf.compile's capture, if any, what it must know
-            self._note_capture()
         with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    t = _tensor(p)
-                    if t.grad is not None:
-                        self._update(t, t.grad, group, self.state.setdefault(p, {}))
+            todo = [
+                (t, t.grad, group, self.state.setdefault(p, {}))
+                for group in self.param_groups
+                for p in group["params"]
+                if (t := _tensor(p)).grad is not None
+            ]
+            for t, _, group, state in todo:
+                if not state:
+                    self._init_state(t, group, state)
+            if anyone_listening[0]:  # tell mf.compile's capture, if any, what it must know
+                self._note_capture()
+            for t, grad, group, state in todo:
+                self._update(t, grad, group, state)
+
+    def _init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        """Make the state of `param` before its first update (state kept in place only)."""
 
     def _update(
         self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]
@@ -179,34 +198,43 @@ class Optimizer:
         raise NotImplementedError(f"{type(self).__name__} must define _update")
 
     def _stateful(self, group: dict[str, Any]) -> bool:
-        """True if a step of this group reads or rebinds per-parameter state."""
+        """True if a step of this group rebinds per-parameter state (new tensors each step)."""
         return True
 
     def _note_capture(self) -> None:
-        """Under `mf.compile`: refuse a stateful step; otherwise guard the hyperparameters.
+        """Under `mf.compile`: refuse a step that rebinds state; else report state and guards.
 
-        A replay repeats the captured kernels, so state rebound at every step (momentum
-        buffers, Adam's moments and step count) cannot replay; a plain step can, as long
-        as the groups hold the same parameters and hyperparameters (a new lr captures again).
-        Both are told to the capture through the hooks registry (`minifw.core.hooks`).
+        A replay repeats the captured kernels, writing into the storages they wrote, so
+        state rebound at every step (momentum buffers, RMSprop's averages) cannot replay.
+        State updated in place (Adam's moments and step count) can: it is reported as
+        kept across calls, and the replay looks it up again at every call. Either way the
+        groups must hold the same parameters, hyperparameters and state tensors (a new lr
+        or a `load_state_dict` captures again). All of this reaches the capture through
+        the hooks registry (`minifw.core.hooks`).
         """
         if any(self._stateful(group) for group in self.param_groups):
             hooks.unreplayable(
                 f"{type(self).__name__}.step keeps per-parameter state (momentum buffers, "
-                "moments, step counts) that a replay cannot update"
+                "moments, step counts) that it replaces at every step, so a replay cannot "
+                "update it"
             )
             return
+        kept = [v for s in self.state.values() for v in s.values() if isinstance(v, Tensor)]
+        if kept:
+            hooks.state(kept)
         hooks.guard(self._settings)
 
     def _settings(self) -> list[Any]:
-        """Each group's parameters (by identity) and hyperparameters."""
-        return [
+        """Each group's parameters (by identity) and hyperparameters, and the state tensors."""
+        groups: list[Any] = [
             (
                 [id(p) for p in group["params"]],
                 sorted((k, v) for k, v in group.items() if k != "params"),
             )
             for group in self.param_groups
         ]
+        kept = [id(v) for s in self.state.values() for v in s.values() if isinstance(v, Tensor)]
+        return [*groups, kept]
 
     def state_dict(self) -> dict[str, Any]:
         """{"state": {index: {name: value}}, "param_groups": [{..., "params": [index]}]}.
@@ -222,11 +250,19 @@ class Optimizer:
                 ids.append(index[id(p)])
             groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": ids})
         state = {
-            index[id(p)]: {k: v.clone() if isinstance(v, Tensor) else v for k, v in s.items()}
+            index[id(p)]: {k: self._saved(k, v) for k, v in s.items()}
             for p, s in self.state.items()
             if s
         }
         return {"state": state, "param_groups": groups}
+
+    def _saved(self, name: str, value: Any) -> Any:
+        """A state value as `state_dict` gives it: a copy of a tensor, a step count as an int."""
+        if not isinstance(value, Tensor):
+            return value
+        if name in self._state_counts:  # kept on the device (Adam): saved as a number
+            return round(float(value.item()))
+        return value.clone()
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore hyperparameters and per-parameter state saved by `state_dict`.
@@ -270,7 +306,7 @@ class Optimizer:
         state: dict[str, Any] = {}
         for name, value in saved.items():
             if name in self._state_counts:
-                state[name] = _checked_count(index, name, value)
+                state[name] = self._count(_checked_count(index, name, value), param)
             elif value is None and name in self._state_optional:
                 state[name] = None
             else:
@@ -278,6 +314,10 @@ class Optimizer:
                     _check_state_tensor(index, name, value, param)
                 state[name] = self._cast(value, param)
         return state
+
+    def _count(self, count: int, param: Tensor) -> Any:
+        """A step count as this optimizer keeps it (an int; Adam: a tensor on the device)."""
+        return count
 
     @staticmethod
     def _cast(value: Any, param: Tensor) -> Any:
@@ -385,6 +425,60 @@ class SGD(Optimizer):
         _sub_scaled(param, grad, group["lr"])
 
 
+def _step_count(param: Tensor) -> Tensor:
+    """A step count of 0 as Adam keeps it: a 0-dim float64 tensor on the parameter's device."""
+    backend = param.backend
+    return Tensor(backend.full((), 0.0, np.float64), backend)
+
+
+def _advance(step: Tensor) -> float | None:
+    """Add one to a step count kept on the device; return the new count when eager on the CPU.
+
+    Eager on the CPU the cell is read and written on the host (no launch). Under a
+    capture (or on a GPU) it is one launch, `step += 1`, and None is returned: the
+    caller then computes what depends on the count with tensor ops, which a replay
+    repeats on the count it finds.
+    """
+    if step.backend.device != "cpu" or (anyone_listening[0] and hooks.recording()):
+        step.add_(1.0)
+        return None
+    data = step._data
+    host = step.backend.ops.to_numpy(data.base)  # the storage itself on the CPU
+    host[data.offset] += 1.0
+    step._bump_version()
+    return float(host[data.offset])
+
+
+def _bias_corrections(step: Tensor, group: dict[str, Any], dtype: Any) -> tuple[Any, Any]:
+    """Count one more step t; return lr / (1 - b1^t) and sqrt(1 - b2^t).
+
+    Python numbers when `_advance` gives the count, else 0-dim tensors of `dtype`
+    computed in float64 from the count on the device (the same values: the kernels'
+    pow, sqrt and division round as Python's, and a float32 result is rounded once).
+    """
+    beta1, beta2 = group["betas"]
+    count = _advance(step)
+    if count is not None:
+        return group["lr"] / (1.0 - beta1**count), math.sqrt(1.0 - beta2**count)
+    step_size = group["lr"] / (1.0 - beta1**step)
+    root = (1.0 - beta2**step).sqrt()
+    return _as_dtype(step_size, dtype), _as_dtype(root, dtype)
+
+
+def _as_dtype(value: Tensor, dtype: Any) -> Tensor:
+    """`value` with `dtype`, converted by one kernel on its device (no host round trip)."""
+    if value.dtype is dtype:
+        return value
+    return value._zip(ops.ADD, value._scalar_like(0.0), dtype.numpy)
+
+
+def _max_into(target: Tensor, other: Tensor) -> Tensor:
+    """Write max(target, other) into target's cells (one launch) and return target."""
+    target.backend.zip(ops.MAX, target._data, other._data, out=target._data)
+    target._bump_version()
+    return target
+
+
 class Adam(Optimizer):
     """Adam: per-parameter steps scaled by running averages of the gradient and its square.
 
@@ -392,7 +486,9 @@ class Adam(Optimizer):
     replaced by its running maximum); p -= lr / (1 - b1^t) * m / (sqrt(v) /
     sqrt(1 - b2^t) + eps), with g = grad + weight_decay * p (L2 penalty, as
     torch.optim.Adam), or, with `decoupled_weight_decay`, p *= 1 - lr * weight_decay
-    first (AdamW).
+    first (AdamW). The moments are updated in place and t is a 0-dim tensor on the
+    device (`state["step"]`, saved as an int by `state_dict`), so `mf.compile` can
+    capture and replay a step.
     """
 
     _state_tensors = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
@@ -415,10 +511,27 @@ class Adam(Optimizer):
         }  # fmt: skip
         super().__init__(params, defaults)
 
+    def _stateful(self, group: dict[str, Any]) -> bool:
+        """Adam updates its state in place: a replay can follow it."""
+        return False
+
+    def _init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        """Step count 0 and zero moments, as torch.optim.Adam starts."""
+        state["step"] = _step_count(param)
+        names = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group.get("amsgrad") else [])
+        for name in names:
+            state[name] = param.detach()._zeros(param.shape)
+
+    def _count(self, count: int, param: Tensor) -> Any:
+        """A loaded step count as Adam keeps it: a 0-dim tensor on the parameter's device."""
+        step = _step_count(param)
+        step.add_(float(count))
+        return step
+
     def _update(
         self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]
     ) -> None:
-        """One Adam step for one parameter."""
+        """One Adam step for one parameter (state updated in place)."""
         beta1, beta2 = group["betas"]
         grad = _ascent(grad, group)
         if group.get("decoupled_weight_decay"):
@@ -426,20 +539,13 @@ class Adam(Optimizer):
                 param.mul_(1.0 - group["lr"] * group["weight_decay"])
         else:
             grad = _decayed(grad, param, group)
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = grad * 0.0
-            state["exp_avg_sq"] = grad * 0.0
-            if group.get("amsgrad"):
-                state["max_exp_avg_sq"] = grad * 0.0
-        state["step"] += 1
-        m = state["exp_avg"] = state["exp_avg"] + (grad - state["exp_avg"]) * (1.0 - beta1)
-        v = state["exp_avg_sq"] = state["exp_avg_sq"] * beta2 + grad * grad * (1.0 - beta2)
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        m.add_((grad - m) * (1.0 - beta1))
+        v.mul_(beta2).add_(grad * grad * (1.0 - beta2))
         if group.get("amsgrad"):
-            v = state["max_exp_avg_sq"] = state["max_exp_avg_sq"]._zip(ops.MAX, v)
-        step = state["step"]
-        step_size = group["lr"] / (1.0 - beta1**step)
-        denom = v.sqrt() / math.sqrt(1.0 - beta2**step) + group["eps"]
+            v = _max_into(state["max_exp_avg_sq"], v)
+        step_size, root = _bias_corrections(state["step"], group, param.dtype)
+        denom = v.sqrt() / root + group["eps"]
         param.sub_(m / denom * step_size)
 
 

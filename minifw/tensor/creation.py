@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from minifw.core import dtypes
+from minifw.core import dtypes, hooks
+from minifw.core.hooks import anyone_listening
 from minifw.core.random import generator
 from minifw.core.tensor_data import as_shape, normalize_dim
 from minifw.tensor.functions import Cat, Where
@@ -35,7 +36,10 @@ def full(
     elif dtype is None and isinstance(fill_value, int):
         dtype = dtypes.int64
     size = as_shape(shape if isinstance(shape, list | tuple) else (shape,))
-    return _make(np.full(size, fill_value), requires_grad, dtype, device, backend)
+    made = _make(np.full(size, fill_value), requires_grad, dtype, device, backend)
+    if anyone_listening[0]:  # made without a launch: tell mf.compile's capture
+        hooks.fresh(made._data, made.backend, fill_value)
+    return made
 
 
 def zeros(*shape: Any, **options: Any) -> Tensor:

@@ -753,15 +753,15 @@ class Tensor:
         with no_grad():
             x = self.detach()
             best = x._reduce(ops.MAX, d)
-            hits = x._zip(ops.EQ, best)
+            # int64 marks and positions: no dtype cast (a host round trip mf.compile refuses)
+            hits = x._zip(ops.EQ, best, np.int64)
             if x.dtype.is_floating_point:  # a nan is the max (as in PyTorch): mark the nans
-                hits = hits._zip(ops.ADD, x._zip(ops.NE, x))
+                hits = hits._zip(ops.ADD, x._zip(ops.NE, x, np.int64))
             shape = [1] * x.dim()
             shape[d] = x.shape[d]
-            positions = x._arange(x.shape[d]).view(*shape)
-            big = x._scalar_like(x.shape[d])
-            first = positions._select_where(hits, big)._reduce(ops.MIN, d)
-            indices = first.to(dtypes.int64)
+            positions = x._arange(x.shape[d], dtypes.int64).view(*shape)
+            big = positions._scalar_like(x.shape[d])
+            indices = positions._select_where(hits, big)._reduce(ops.MIN, d)
         return indices if keepdim else indices.squeeze(d)
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
@@ -1965,10 +1965,16 @@ class Tensor:
         return self._new(flat)
 
     def _empty(self, shape: tuple[int, ...]) -> Tensor:
-        return self._new(self.backend.empty(shape, self.dtype.numpy))
+        data = self.backend.empty(shape, self.dtype.numpy)
+        if anyone_listening[0]:  # made without a launch: tell mf.compile's capture
+            hooks.fresh(data, self.backend, None)
+        return self._new(data)
 
     def _full(self, shape: tuple[int, ...], value: Number) -> Tensor:
-        return self._new(self.backend.full(shape, value, self.dtype.numpy))
+        data = self.backend.full(shape, value, self.dtype.numpy)
+        if anyone_listening[0]:  # made without a launch: tell mf.compile's capture
+            hooks.fresh(data, self.backend, value)
+        return self._new(data)
 
     def _zeros(self, shape: tuple[int, ...]) -> Tensor:
         return self._full(shape, 0)
@@ -1987,11 +1993,11 @@ class Tensor:
         """1. where the position along `dim` equals `indices` (keepdim-shaped), else 0."""
         shape = [1] * self.dim()
         shape[dim] = self.shape[dim]
-        positions = self._arange(self.shape[dim]).view(*shape)
-        return positions._zip(ops.EQ, indices.to(self.dtype))
+        positions = self._arange(self.shape[dim], indices.dtype).view(*shape)
+        return positions._zip(ops.EQ, indices, self.dtype.numpy)  # one kernel, no cast
 
-    def _arange(self, n: int) -> Tensor:
-        host = np.arange(n, dtype=self.dtype.numpy)
+    def _arange(self, n: int, dtype: dtypes.DType | None = None) -> Tensor:
+        host = np.arange(n, dtype=(dtype or self.dtype).numpy)
         return Tensor(self.backend.from_numpy(host), self.backend)
 
     def _operand(self, other: Any) -> Tensor:

@@ -229,7 +229,7 @@ def test_data_dependent_control_flow_falls_back_to_eager_with_a_warning():
     ("body", "reason"),
     [
         (lambda x: x * mf.rand(*x.shape), "random numbers"),
-        (lambda x: mf.cat([x, x * 2.0], 0), "writes in place"),
+        (lambda x: mf.tensor(np.zeros((2, 3))).copy_(x) * 2.0, "writes in place"),
         (lambda x: x.to(mf.float32) * 2.0, "on the host"),
         (lambda x: print(x) or x + 1.0, "on the host"),
     ],
@@ -439,9 +439,9 @@ def test_an_optimizer_step_replays_until_its_learning_rate_changes():
 
 @pytest.mark.parametrize(
     "make",
-    [lambda ps: mf.optim.SGD(ps, lr=0.1, momentum=0.9), lambda ps: mf.optim.Adam(ps, lr=0.01)],
+    [lambda ps: mf.optim.SGD(ps, lr=0.1, momentum=0.9), lambda ps: mf.optim.RMSprop(ps)],
 )
-def test_optimizers_with_state_run_eagerly(make):
+def test_optimizers_that_replace_their_state_run_eagerly(make):
     ours, theirs = sgd_twins(11)
     optimizers = [make(ours), make(theirs)]
 

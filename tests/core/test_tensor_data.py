@@ -12,6 +12,8 @@ from minifw.core.tensor_data import (
     broadcast_index,
     index_to_position,
     index_view,
+    kernel_operands,
+    merge_dims,
     normalize_dim,
     shape_broadcast,
     strides_from_shape,
@@ -311,3 +313,56 @@ def test_a_layout_reaching_outside_its_storage_is_refused() -> None:
     with pytest.raises(IndexError, match=r"reaches cells 0..6 of a storage of 6 cells"):
         TensorData(np.zeros(6), (3,), (3,), offset=0)
     assert TensorData(np.zeros(0), (0, 3)).size == 0
+
+
+# ---- Kernel operands: merged dims visit the same cells in the same order ----------------
+
+
+def _positions(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
+    """The storage position of every index of `shape`, in row-major order."""
+    return [
+        sum(i * st for i, st in zip(index, strides, strict=True)) for index in np.ndindex(*shape)
+    ]
+
+
+@pytest.mark.extra  # launcher plumbing, not a task
+@given(st.data(), mt.shapes(min_dims=1, max_dims=5, max_side=3))
+def test_merged_dims_visit_the_same_positions_in_the_same_order(
+    data: st.DataObject, shape: tuple[int, ...]
+) -> None:
+    operands = [data.draw(mt.tensor_data(shape)) for _ in range(2)]
+    steps = [tuple(0 if n == 1 else s for n, s in zip(x.shape, x.strides, strict=True))
+             for x in operands]  # fmt: skip
+    merged, merged_steps, keep = merge_dims(shape, steps)
+    assert keep == -1 and len(merged) <= max(len(shape), 1)
+    assert int(np.prod(merged)) == int(np.prod(shape))
+    for before, after in zip(steps, merged_steps, strict=True):
+        assert _positions(merged, after) == _positions(shape, before)
+
+
+@pytest.mark.extra  # launcher plumbing, not a task
+@given(st.data(), mt.shapes(min_dims=1, max_dims=5, max_side=3))
+def test_a_reduced_dim_stays_a_dim_of_its_own(data: st.DataObject, shape: tuple[int, ...]) -> None:
+    dim = data.draw(st.integers(0, len(shape) - 1))
+    steps = [strides_from_shape(shape)]
+    merged, merged_steps, keep = merge_dims(shape, steps, dim)
+    assert merged[keep] == shape[dim] and merged_steps[0][keep] == steps[0][dim]
+    before = int(np.prod(shape[:dim])), int(np.prod(shape[dim + 1 :]))
+    after = int(np.prod(merged[:keep])), int(np.prod(merged[keep + 1 :]))
+    assert before == after  # no dim crossed the reduced one
+    assert _positions(merged, merged_steps[0]) == _positions(shape, steps[0])
+
+
+@pytest.mark.extra  # launcher plumbing, not a task
+def test_kernel_operands_merge_a_pooling_comparison_into_long_lines() -> None:
+    windows = TensorData(np.zeros(64 * 8 * 64), (64, 8, 4, 4, 4))
+    maxima = TensorData(np.zeros(64 * 8 * 16), (64, 8, 1, 4, 4))
+    out = TensorData(np.zeros(64 * 8 * 64), (64, 8, 4, 4, 4))
+    args, dim = kernel_operands(out, (windows, maxima))
+    shapes = [tuple(int(n) for n in args[i]) for i in (1, 4, 7)]
+    strides = [tuple(int(n) for n in args[i]) for i in (2, 5, 8)]
+    assert shapes == [(512, 4, 16), (512, 4, 16), (512, 1, 16)] and dim == -1
+    assert strides == [(64, 16, 1), (64, 16, 1), (16, 0, 1)]
+    column = TensorData(np.zeros(64), (64, 1))
+    args, dim = kernel_operands(TensorData(np.zeros(1), (1, 1)), (column,), 0)
+    assert [tuple(int(n) for n in args[i]) for i in (1, 4)] == [(1,), (64,)] and dim == 0
