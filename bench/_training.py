@@ -51,16 +51,8 @@ def minifw_step(mf: Any, batch: int = BATCH, dtype: str = "float64") -> tuple[st
         )
         if dtype == "float32":
             model = model.float()
-        opt = mf.optim.SGD(model.parameters(), lr=LR)
-
-        def nn_step() -> Any:
-            opt.zero_grad()
-            loss = mf.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return "nn.Linear + cross_entropy + optim.SGD", nn_step
+        step = classifier_step(mf, model, "SGD", LR)
+        return "nn.Linear + cross_entropy + optim.SGD", lambda: step(x, y)
     rng = np.random.default_rng(1)
     params = [
         mf.tensor(rng.standard_normal(shape) * 0.05, requires_grad=True)
@@ -92,16 +84,8 @@ def torch_step(torch: Any, batch: int = BATCH, dtype: str = "float64") -> Step:
     model = torch.nn.Sequential(
         torch.nn.Linear(SIZES[0], SIZES[1]), torch.nn.ReLU(), torch.nn.Linear(SIZES[1], SIZES[2])
     ).to(getattr(torch, dtype))
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-
-    def step() -> Any:
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
+    step = classifier_step(torch, model, "SGD", LR)
+    return lambda: step(x, y)
 
 
 def lenet_steps(mf: Any, torch: Any, batch: int) -> tuple[Step, Step | None]:
@@ -111,25 +95,27 @@ def lenet_steps(mf: Any, torch: Any, batch: int) -> tuple[Step, Step | None]:
     rng = np.random.default_rng(0)
     images, labels = rng.random((batch, 1, 8, 8)), rng.integers(0, 10, batch)
     net = DigitsNet(8, DEFAULTS.channels, DEFAULTS.hidden)
-    steps = [_step(mf, net, mf.tensor(images), mf.tensor(labels))]
+    step = classifier_step(mf, net, "Adam", DEFAULTS.lr)
+    x, y = mf.tensor(images), mf.tensor(labels)
+    steps: list[Step] = [lambda: step(x, y)]
     if torch is not None:
         twin = _torch_lenet(torch, DEFAULTS.channels, DEFAULTS.hidden)
         with torch.no_grad():
             for name, value in net.state_dict().items():
                 twin.get_parameter(name).copy_(torch.from_numpy(value.numpy()))
-        steps.append(_step(torch, twin, torch.from_numpy(images), torch.from_numpy(labels)))
+        twin_step = classifier_step(torch, twin, "Adam", DEFAULTS.lr)
+        tx, ty = torch.from_numpy(images), torch.from_numpy(labels)
+        steps.append(lambda: twin_step(tx, ty))
     return steps[0], steps[1] if torch is not None else None
 
 
-def _step(lib: Any, net: Any, images: Any, labels: Any) -> Step:
-    """zero_grad, cross-entropy of `net(images)`, backward, Adam step (the digits run's)."""
-    from project.digits import DEFAULTS
+def classifier_step(lib: Any, model: Any, optimizer: str, lr: float) -> Callable[[Any, Any], Any]:
+    """zero_grad, cross_entropy on int64 labels, backward, `optimizer` step (mf or torch)."""
+    opt = getattr(lib.optim, optimizer)(model.parameters(), lr=lr)
 
-    opt = lib.optim.Adam(net.parameters(), lr=DEFAULTS.lr)
-
-    def step() -> Any:
+    def step(x: Any, y: Any) -> Any:
         opt.zero_grad()
-        loss = lib.nn.functional.cross_entropy(net(images), labels)
+        loss = lib.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         return loss

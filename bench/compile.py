@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _timing import best_times  # noqa: E402
+from _training import classifier_step  # noqa: E402
 
 import minifw as mf  # noqa: E402
 from minifw.compiler.compile import compile as mf_compile  # noqa: E402
@@ -182,20 +183,6 @@ def bench_mlp(batch: int, sizes: tuple[int, int, int], repeat: int, lr: float) -
     for name, step in steps.items():
         print(f"  {name:9s}: {per_call(step)}")
     return times
-
-
-def classifier_step(lib: Any, model: Any, optimizer: str, lr: float) -> Callable[[Any, Any], Any]:
-    """zero_grad, cross_entropy on int64 labels, backward, `optimizer` step (mf or torch)."""
-    opt = getattr(lib.optim, optimizer)(model.parameters(), lr=lr)
-
-    def step(x: Any, y: Any) -> Any:
-        opt.zero_grad()
-        loss = lib.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
 
 
 def time_classifier(
