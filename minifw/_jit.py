@@ -72,14 +72,14 @@ prefer_512_bit_vectors()
 
 
 @overload
-def njit(fn: F, **options: Any) -> F: ...
+def njit(fn: F, /, **options: Any) -> F: ...
 
 
 @overload
-def njit(fn: None = None, **options: Any) -> Callable[[F], F]: ...
+def njit(fn: None = None, /, **options: Any) -> Callable[[F], F]: ...
 
 
-def njit(fn: F | None = None, **options: Any) -> Any:
+def njit(fn: F | None = None, /, **options: Any) -> Any:
     """`numba.njit` with a type mypy can follow, and numpy's division rules.
 
     `error_model="numpy"` makes x / 0 give inf or nan (as numpy and PyTorch do)
@@ -96,18 +96,35 @@ def inlined(fn: Callable[..., Any]) -> Any:
     return njit(fn, inline="always")
 
 
+# Options for a function that only compiled code calls: Numba builds no wrappers to call
+# it from Python or C (it would otherwise build, optimise and emit both, for nothing).
+KERNELS_ONLY = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
+
+def called(fn: Callable[..., Any]) -> Any:
+    """`fn` compiled to be called by kernels only, cached on disk where its source is a file.
+
+    A function made from generated source (no file to key its cache on) is compiled
+    in each process that calls it.
+    """
+    return njit(fn, cache=Path(fn.__code__.co_filename).is_file(), **KERNELS_ONLY)
+
+
 def compile_functions(
     modules: Iterable[Any],
     names: Iterable[str],
     compiler: Callable[[Callable[..., Any]], Any],
     replacements: dict[str, Any] | None = None,
+    suffix: str = "",
 ) -> types.SimpleNamespace:
     """Recompile the named functions of `modules` with `compiler`, linked to each other.
 
     Returns a namespace holding the compiled functions. Globals that are not
     among `names` (math, op codes, numpy) resolve as in the original module.
     `replacements` maps names to already compiled functions used instead of the
-    module's own (a backend's faster equivalent of one function).
+    module's own (a backend's faster equivalent of one function). `suffix` ends each
+    copy's qualified name: copies cached on disk need names of their own, since Numba
+    keys its cache on a function's file, name and bytecode, not on the globals it calls.
     """
     replaced = dict(replacements or {})
     wanted = [name for name in names if name not in replaced]
@@ -125,7 +142,7 @@ def compile_functions(
             original.__closure__,
         )
         clone.__module__ = original.__module__
-        clone.__qualname__ = original.__qualname__
+        clone.__qualname__ = original.__qualname__ + suffix
         compiled[name] = compiler(clone)
     namespace.update(compiled)
     return types.SimpleNamespace(**compiled)

@@ -22,6 +22,8 @@ from pathlib import Path
 from minifw_course.tasks import COURSE_TASKS, TASKS
 
 FENCE = re.compile(r"^#\s*(BEGIN|END)\s+TASK\b\s*(.*?)\s*$")
+# What every fence comment contains: a source without it has no fences (no need to tokenize).
+MAYBE_FENCE = re.compile(r"#\s*(?:BEGIN|END)\s+TASK\b")
 TASK_ID = re.compile(r"^\d+\.\d+$")
 MAX_LINE = 99
 _TITLES = {task.id: task.title for task in TASKS}
@@ -90,6 +92,8 @@ def find_fences(
 
 
 def _fence_comments(source: str, filename: str) -> Iterator[tuple[int, bool, str, str]]:
+    if not MAYBE_FENCE.search(source):  # most files: tokenizing them would find nothing
+        return
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError) as error:

@@ -11,6 +11,8 @@ runs the module's task tests and expects
 A test that breaks either rule is reported with its state, so the fix is to re-mark it
 (`extra` for given code, the right task) or to remove a dependency on later work. The states
 share one folder, so Numba's disk cache is reused wherever a kernel file did not change.
+Each state's run loads only the test files that may hold the module's tests (as the grader
+does, `grade.task_test_files`), not every test file of the repository.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from minifw_course.assignment import make_assignment
 from minifw_course.fences import find_fences, python_files
+from minifw_course.grade import task_test_files
 from minifw_course.tasks import Task, tasks_of_module
 
 RECORDER = "minifw_course.pytest_plugin"
@@ -97,6 +100,7 @@ def _run_state(
 ) -> StateResult:
     result = StateResult(solved)
     markers = " or ".join(task.marker for task in tasks)
+    files = _test_files(work, tasks)
     record = work.parent / "record.jsonl"
     # the recorder comes from this tooling; everything else from the scratch repository
     path = os.pathsep.join([str(work), str(Path(__file__).resolve().parents[1])])
@@ -115,6 +119,7 @@ def _run_state(
             "-p",
             RECORDER,
             f"--minifw-record-fd={sink.fileno()}",
+            *files,
         ]
         try:
             subprocess.run(
@@ -132,6 +137,17 @@ def _run_state(
     result.seconds = time.perf_counter() - start
     _read_record(record, {task.marker: task.id for task in tasks}, result)
     return result
+
+
+def _test_files(work: Path, tasks: list[Task]) -> list[str]:
+    """The test files that may hold tests of `tasks` ([]: let pytest look everywhere)."""
+    files: set[str] = set()
+    for task in tasks:
+        found = task_test_files(work, task)
+        if found is None:
+            return []
+        files.update(found)
+    return sorted(files)
 
 
 def _read_record(record: Path, task_of_marker: dict[str, str], result: StateResult) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minifw as mf
 from minifw import nn, optim
@@ -202,3 +204,67 @@ def test_sgd_updates_a_non_contiguous_parameter_cell_by_cell():
     w.grad = mf.tensor(grad)
     optim.SGD([w], lr=0.5).step()
     np.testing.assert_allclose(w.detach().numpy(), values.T - 0.5 * grad, rtol=0, atol=1e-15)
+
+
+def adam_run(backend, dtype, shape, options, steps, fused=True):
+    """Parameter and moments after `steps` Adam steps on drawn gradients, and the launches."""
+    rng = np.random.default_rng(5)
+    w = mf.tensor(rng.standard_normal(shape), dtype=dtype, backend=backend, requires_grad=True)
+    opt = (optim.AdamW if options.pop("decoupled", False) else optim.Adam)([w], **options)
+    with mf.profiler.profile() as prof:
+        for _ in range(steps):
+            w.grad = mf.tensor(rng.standard_normal(shape), dtype=dtype, backend=backend)
+            opt.step()
+    state = opt.state[w]
+    cells = [t.detach().numpy() for t in (w, state["exp_avg"], state["exp_avg_sq"])]
+    return cells, [(e.name, e.kind) for e in prof.events]
+
+
+adam_options = st.fixed_dictionaries(
+    {
+        "lr": st.floats(1e-4, 0.5),
+        "betas": st.tuples(st.floats(0.0, 0.99), st.floats(0.0, 0.9999)),
+        "eps": st.sampled_from([1e-8, 1e-3, 0.1]),
+        "weight_decay": st.sampled_from([0.0, 0.05]),
+        "maximize": st.booleans(),
+        "decoupled": st.booleans(),
+    }
+)
+
+
+@settings(deadline=None)
+@given(options=adam_options, dtype=st.sampled_from([np.float64, np.float32]),
+       big=st.booleans())  # fmt: skip
+def test_adam_step_on_the_cpu_is_one_fused_launch_rounding_as_its_unfused_launches(
+    options, dtype, big
+):
+    backend, shape = mf.get_backend("fast"), (300, 200) if big else (3, 5)
+    fused, launches = adam_run(backend, dtype, shape, dict(options), steps=3)
+    assert ("fused[adam]", "fused") in launches
+    assert launches.count(("fused[adam]", "fused")) == 3
+    saved = optim._fused_adam
+    try:
+        optim._fused_adam = None  # as in a student repository: one launch per operation
+        unfused, launches = adam_run(backend, dtype, shape, dict(options), steps=3)
+    finally:
+        optim._fused_adam = saved
+    assert ("fused[adam]", "fused") not in launches and len(launches) >= 3 * 13
+    for got, expected in zip(fused, unfused, strict=True):
+        assert got.dtype == expected.dtype == dtype
+        np.testing.assert_array_equal(got, expected)  # bit for bit
+
+
+def test_adam_with_amsgrad_or_a_grad_sharing_the_parameters_cells_is_not_fused():
+    cells = np.arange(1.0, 9.0)
+    w = mf.from_numpy(cells[2:6]).requires_grad_()
+    w.grad = mf.from_numpy(cells[:4])  # the fused loop would read grad cells it has written
+    with mf.profiler.profile() as prof:
+        optim.Adam([w], lr=0.5).step()
+    assert "fused[adam]" not in [e.name for e in prof.events]
+    v = mf.tensor([1.0, 2.0], requires_grad=True)
+    v.grad = mf.tensor([0.5, -1.0])
+    with mf.profiler.profile() as prof:
+        optim.Adam([v], lr=0.5, amsgrad=True).step()
+    assert "fused[adam]" not in [e.name for e in prof.events]
+    # the first Adam step moves each cell by lr against its gradient's sign
+    np.testing.assert_allclose(v.detach().numpy(), [0.5, 2.5], rtol=1e-6)

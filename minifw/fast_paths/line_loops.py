@@ -22,7 +22,9 @@ import numpy as np
 from numba import prange
 
 from minifw._jit import (
+    KERNELS_ONLY,
     PerOp,
+    called,
     compile_functions,
     inlined,
     njit,
@@ -36,17 +38,18 @@ from minifw.core.tensor_data import Index
 from minifw.fast_paths import simd_math as _simd_math
 from minifw.tensor_ops import Storage
 
-# The scalar functions and index helpers, called (LLVM inlines them where it pays).
+# The scalar functions and index helpers, called (LLVM inlines them where it pays), and
+# cached on disk: a process then loads those another one compiled (`ahead.py`).
 # `exp` is the same e^x written to run in SIMD lanes (see simd_math).
 _called = compile_functions(
     [operators, tensor_data],
     operators.KERNEL_FUNCTIONS + tensor_data.KERNEL_FUNCTIONS,
-    njit,
+    called,
     replacements={"exp": _simd_math.exp},
+    suffix="__line_loops",
 )
 to_index = _called.to_index
 index_to_position = _called.index_to_position
-broadcast_index = _called.broadcast_index
 # The same scalar functions inlined by Numba, for the reductions: so that they compile
 # under the reductions' fastmath flags, which let sums run in SIMD lanes.
 _inlined_ops = compile_functions(
@@ -61,9 +64,12 @@ REDUCE_BLOCK = 128
 # `reassoc` lets reductions run in SIMD lanes and `contract` fuses multiply-adds: both
 # only change the rounding of sums. No nnan/ninf.
 SUM_MATH = {"reassoc", "contract"}
+# Steps and positions of a line passed as int64 values, never as literals: Numba compiles
+# a function again for each literal argument, and all calls of a line loop share one.
+ONE, ZERO = np.int64(1), np.int64(0)
 
 
-@njit
+@njit(cache=True, **KERNELS_ONLY)
 def _is_row_major(shape: Any, strides: Any) -> bool:
     """True when `strides` are the row-major strides of `shape` (size-1 dims ignored)."""
     expected = 1
@@ -74,7 +80,7 @@ def _is_row_major(shape: Any, strides: Any) -> bool:
     return True
 
 
-@njit
+@njit(cache=True, **KERNELS_ONLY)
 def _same_dense(out_shape: Any, out_strides: Any, shape: Any, strides: Any) -> bool:
     """True when an operand has out's shape and both are row-major (no index math needed)."""
     if len(shape) != len(out_shape):
@@ -85,7 +91,7 @@ def _same_dense(out_shape: Any, out_strides: Any, shape: Any, strides: Any) -> b
     return _is_row_major(out_shape, out_strides) and _is_row_major(shape, strides)
 
 
-@njit
+@njit(cache=True, **KERNELS_ONLY)
 def _numel(shape: Any) -> int:
     """The number of cells of `shape`."""
     n = 1
@@ -94,15 +100,54 @@ def _numel(shape: Any) -> int:
     return n
 
 
-@njit
-def _last_step(out_shape: Any, shape: Any, strides: Any) -> int:
-    """The step in storage of an operand along out's last dim (0 where it broadcasts)."""
-    if len(shape) == 0 or len(out_shape) == 0 or shape[len(shape) - 1] == 1:
-        return 0
-    return int(strides[len(strides) - 1])
+@njit(cache=True, **KERNELS_ONLY)
+def _steps_along(out_shape: Any, shape: Any, strides: Any) -> Any:
+    """An operand's step in storage along each dim of out (0 where it broadcasts)."""
+    extra = len(out_shape) - len(shape)
+    steps = np.zeros(len(out_shape), np.int64)
+    for d in range(extra, len(out_shape)):
+        if shape[d - extra] > 1:
+            steps[d] = strides[d - extra]
+    return steps
 
 
-@njit
+@njit(cache=True, **KERNELS_ONLY)
+def _line_step(steps: Any) -> int:
+    """The step along the last dim, where a line runs (0 for a 0-dim tensor)."""
+    return int(steps[len(steps) - 1]) if len(steps) else 0
+
+
+@njit(cache=True, **KERNELS_ONLY)
+def _row_jumps(shape: Any, steps: Any, dims: int) -> Any:
+    """jumps[d]: how far a position moves when `_next_row` raises dim d by one.
+
+    That also sets dims d+1 .. dims-1 back to 0: jumps[d] = steps[d] minus
+    (shape[e] - 1) * steps[e] for each of them.
+    """
+    jumps = np.zeros(max(dims, 1), np.int64)
+    back = 0
+    for d in range(dims - 1, -1, -1):
+        jumps[d] = steps[d] - back
+        back += (shape[d] - 1) * steps[d]
+    return jumps
+
+
+@njit(cache=True, **KERNELS_ONLY)
+def _next_row(index: Any, shape: Any, dims: int) -> int:
+    """Step `index` to the next row, an odometer over its first `dims` dims.
+
+    Returns the dim that went up by one (the dims after it went back to 0). The caller
+    calls it only when there is a next row, so some dim below `dims` can go up.
+    """
+    d = dims - 1
+    while index[d] == shape[d] - 1:
+        index[d] = 0
+        d -= 1
+    index[d] += 1
+    return d
+
+
+@njit(cache=True, **KERNELS_ONLY)
 def _row_tasks(rows: int, last: int) -> tuple[int, int, int, int]:
     """(tasks, rows per task, pieces per row, piece width) for about CHUNK cells a task.
 
@@ -152,12 +197,13 @@ def line_source(name: str, op: int | None, arity: int) -> str:
     return "\n".join(lines)
 
 
+@functools.cache  # one per op, shared by the op's parallel and serial kernels
 def _line_loop(name: str, op: int | None, arity: int) -> Any:
     """`line_source(name, op, arity)` compiled, calling the compiled scalar functions."""
     source = line_source(name, op, arity)
     namespace = {**vars(_called), "np": np}
     exec(compile(source, f"<minifw.fast_paths.line_loops.{name}>", "exec"), namespace)
-    return njit(namespace[name])
+    return called(namespace[name])
 
 
 @functools.cache
@@ -188,34 +234,43 @@ def _map(
                 for i in chunk: out[i] = unary(op, a[i])
         else:
             for task in prange(tasks):     # whole rows of the last dim, or a piece of one
-                (index buffers for this task)
-                for row in task: o, p = start of row (or piece) in out, in a
-                    for j in range(last): out[o + j*o_step] = unary(op, a[p + j*a_step])
+                index, o, p = first row (or piece) of the task, its start in out, in a
+                for row in task:
+                    for j in range(width): out[o + j*o_step] = unary(op, a[p + j*a_step])
+                    index, o, p = next row: an odometer, positions moved by jumps
 
-    Invariants: main loop parallel; index buffers thread-local (allocated per task);
-    no allocation or call in the inner loop; each out cell written once.
+    Each task finds its first row's position from its index once; from row to row,
+    positions move by a precomputed jump per dim (`_row_jumps`), so rows of a few cells
+    (a pooling window, an unfolded image) cost no divisions. Invariants: main loop
+    parallel; index buffer thread-local (allocated per task); no allocation or call in
+    the inner loop; each out cell written once.
     """
     size = _numel(out_shape)
     if _same_dense(out_shape, out_strides, a_shape, a_strides):
         for task in prange((size + CHUNK - 1) // CHUNK):
             start = task * CHUNK
-            _map_line(op, out, start, 1, a, start, 1, a, 0, 0, min(CHUNK, size - start))
+            _map_line(op, out, start, ONE, a, start, ONE, a, ZERO, ZERO, min(CHUNK, size - start))
         return
-    last = out_shape[len(out_shape) - 1] if len(out_shape) else 1
-    o_step = _last_step(out_shape, out_shape, out_strides)
-    a_step = _last_step(out_shape, a_shape, a_strides)
+    nd = len(out_shape)
+    last = out_shape[nd - 1] if nd else 1
+    o_steps = _steps_along(out_shape, out_shape, out_strides)
+    a_steps = _steps_along(out_shape, a_shape, a_strides)
+    o_step, a_step = _line_step(o_steps), _line_step(a_steps)
+    o_jumps = _row_jumps(out_shape, o_steps, nd - 1)
+    a_jumps = _row_jumps(out_shape, a_steps, nd - 1)
     rows = size // last
     tasks, per_task, pieces, width = _row_tasks(rows, last)
     for task in prange(tasks):
-        out_index = np.empty(len(out_shape), np.int64)
-        a_index = np.empty(len(a_shape), np.int64)
+        index = np.empty(nd, np.int64)
         group, j = task // pieces, (task % pieces) * width
-        for row in range(group * per_task, min(rows, (group + 1) * per_task)):
-            to_index(row * last + j, out_shape, out_index)
-            broadcast_index(out_index, out_shape, a_shape, a_index)
-            o = index_to_position(out_index, out_strides)
-            p = index_to_position(a_index, a_strides)
-            _map_line(op, out, o, o_step, a, p, a_step, a, 0, 0, min(width, last - j))
+        first, end, n = group * per_task, min(rows, (group + 1) * per_task), min(width, last - j)
+        to_index(first * last + j, out_shape, index)
+        o, p = index_to_position(index, o_steps), index_to_position(index, a_steps)
+        for row in range(first, end):
+            _map_line(op, out, o, o_step, a, p, a_step, a, ZERO, ZERO, n)
+            if row + 1 < end:
+                d = _next_row(index, out_shape, nd - 1)
+                o, p = o + o_jumps[d], p + a_jumps[d]
 
 
 @njit(parallel=True, cache=True)
@@ -232,14 +287,16 @@ def _zip(
                 for i in chunk: out[i] = binary(op, a[i], b[i])
         else:
             for task in prange(tasks):     # whole rows of the last dim, or a piece of one
-                (index buffers for this task)
-                for row in task: o, p, q = start of row (or piece) in out, a, b
-                    for j in range(last):
+                index, o, p, q = first row (or piece) of the task, its start in out, a, b
+                for row in task:
+                    for j in range(width):
                         out[o + j*o_step] = binary(op, a[p + j*a_step], b[q + j*b_step])
+                    index, o, p, q = next row: an odometer, positions moved by jumps
 
-    A broadcast operand has step 0 along the last dim, so `x + row_vector` runs
-    without index math per cell. Invariants: main loop parallel; index buffers
-    thread-local; no allocation or call in the inner loop; each out cell written once.
+    A broadcast operand has step 0 along each dim it broadcasts, so `x + row_vector`
+    runs without index math per cell. Rows are stepped as in `_map`. Invariants: main
+    loop parallel; index buffer thread-local; no allocation or call in the inner loop;
+    each out cell written once.
     """
     size = _numel(out_shape)
     if _same_dense(out_shape, out_strides, a_shape, a_strides) and _same_dense(
@@ -247,71 +304,98 @@ def _zip(
     ):
         for task in prange((size + CHUNK - 1) // CHUNK):
             start = task * CHUNK
-            _zip_line(op, out, start, 1, a, start, 1, b, start, 1, min(CHUNK, size - start))
+            _zip_line(op, out, start, ONE, a, start, ONE, b, start, ONE, min(CHUNK, size - start))
         return
-    last = out_shape[len(out_shape) - 1] if len(out_shape) else 1
-    o_step = _last_step(out_shape, out_shape, out_strides)
-    a_step = _last_step(out_shape, a_shape, a_strides)
-    b_step = _last_step(out_shape, b_shape, b_strides)
+    nd = len(out_shape)
+    last = out_shape[nd - 1] if nd else 1
+    o_steps = _steps_along(out_shape, out_shape, out_strides)
+    a_steps = _steps_along(out_shape, a_shape, a_strides)
+    b_steps = _steps_along(out_shape, b_shape, b_strides)
+    o_step, a_step, b_step = _line_step(o_steps), _line_step(a_steps), _line_step(b_steps)
+    o_jumps = _row_jumps(out_shape, o_steps, nd - 1)
+    a_jumps = _row_jumps(out_shape, a_steps, nd - 1)
+    b_jumps = _row_jumps(out_shape, b_steps, nd - 1)
     rows = size // last
     tasks, per_task, pieces, width = _row_tasks(rows, last)
     for task in prange(tasks):
-        out_index = np.empty(len(out_shape), np.int64)
-        a_index = np.empty(len(a_shape), np.int64)
-        b_index = np.empty(len(b_shape), np.int64)
+        index = np.empty(nd, np.int64)
         group, j = task // pieces, (task % pieces) * width
-        for row in range(group * per_task, min(rows, (group + 1) * per_task)):
-            to_index(row * last + j, out_shape, out_index)
-            broadcast_index(out_index, out_shape, a_shape, a_index)
-            broadcast_index(out_index, out_shape, b_shape, b_index)
-            o = index_to_position(out_index, out_strides)
-            p = index_to_position(a_index, a_strides)
-            q = index_to_position(b_index, b_strides)
-            _zip_line(op, out, o, o_step, a, p, a_step, b, q, b_step, min(width, last - j))
+        first, end, n = group * per_task, min(rows, (group + 1) * per_task), min(width, last - j)
+        to_index(first * last + j, out_shape, index)
+        o, p = index_to_position(index, o_steps), index_to_position(index, a_steps)
+        q = index_to_position(index, b_steps)
+        for row in range(first, end):
+            _zip_line(op, out, o, o_step, a, p, a_step, b, q, b_step, n)
+            if row + 1 < end:
+                d = _next_row(index, out_shape, nd - 1)
+                o, p, q = o + o_jumps[d], p + a_jumps[d], q + b_jumps[d]
 
 
 @njit(inline="always", fastmath=SUM_MATH)
 def _fold(op: int, acc: Any, a: Any, p: int, step: int, n: int) -> Any:
     """Return `acc` folded with binary(op) over a[p + k * step] for k < n.
 
-    Sum and max get a loop of their own, where the op is a constant: the compiler drops
-    the dispatch and vectorises sums (`reassoc`). Max (which propagates nan, so LLVM
-    does not vectorise it) runs four independent chains that overlap in the pipeline.
-    Positions are never negative; an unsigned index spares Numba's wraparound check,
-    which would block vectorising.
+    Sum and max get a loop of their own (`_fold_sum`, `_fold_max`), where the op is a
+    constant; each op's copy of a reduction calls the fold of its op (`_FOLDS`), and
+    this one for the other ops. (It must not call those two: each would inline the
+    dispatch over every op, which took minutes to compile for int64.) Positions are
+    never negative; an unsigned index spares Numba's wraparound check, which would
+    block vectorising.
     """
-    if op == ADD:
-        for k in range(n):
-            acc = binary(ADD, acc, a[np.uint64(p + k * step)])
-    elif op == MAX:
-        acc1, acc2, acc3, k = acc, acc, acc, 0
-        while k + 4 <= n:
-            acc = binary(MAX, acc, a[np.uint64(p + k * step)])
-            acc1 = binary(MAX, acc1, a[np.uint64(p + (k + 1) * step)])
-            acc2 = binary(MAX, acc2, a[np.uint64(p + (k + 2) * step)])
-            acc3 = binary(MAX, acc3, a[np.uint64(p + (k + 3) * step)])
-            k += 4
-        for j in range(k, n):
-            acc = binary(MAX, acc, a[np.uint64(p + j * step)])
-        acc = binary(MAX, binary(MAX, acc, acc1), binary(MAX, acc2, acc3))
-    else:
-        for k in range(n):
-            acc = binary(op, acc, a[np.uint64(p + k * step)])
+    for k in range(n):
+        acc = binary(op, acc, a[np.uint64(p + k * step)])
     return acc
+
+
+@njit(inline="always", fastmath=SUM_MATH)
+def _fold_sum(op: int, acc: Any, a: Any, p: int, step: int, n: int) -> Any:
+    """`_fold` for ADD: the compiler drops the dispatch and vectorises it (`reassoc`)."""
+    for k in range(n):
+        acc = binary(ADD, acc, a[np.uint64(p + k * step)])
+    return acc
+
+
+@njit(inline="always", fastmath=SUM_MATH)
+def _fold_max(op: int, acc: Any, a: Any, p: int, step: int, n: int) -> Any:
+    """`_fold` for MAX: four independent chains, which overlap in the pipeline.
+
+    (Max propagates nan, so LLVM does not vectorise it.)
+    """
+    acc1, acc2, acc3, k = acc, acc, acc, 0
+    while k + 4 <= n:
+        acc = binary(MAX, acc, a[np.uint64(p + k * step)])
+        acc1 = binary(MAX, acc1, a[np.uint64(p + (k + 1) * step)])
+        acc2 = binary(MAX, acc2, a[np.uint64(p + (k + 2) * step)])
+        acc3 = binary(MAX, acc3, a[np.uint64(p + (k + 3) * step)])
+        k += 4
+    for j in range(k, n):
+        acc = binary(MAX, acc, a[np.uint64(p + j * step)])
+    return binary(MAX, binary(MAX, acc, acc1), binary(MAX, acc2, acc3))
 
 
 @njit(inline="always")
 def _fold_block(op: int, acc: Any, a: Any, q: int, step: int, w: int) -> None:
-    """acc[c] = binary(op, acc[c], a[q + c * step]) for c < w; sum and max specialised."""
-    if op == ADD:
-        for c in range(w):
-            acc[c] = binary(ADD, acc[c], a[np.uint64(q + c * step)])
-    elif op == MAX:
-        for c in range(w):
-            acc[c] = binary(MAX, acc[c], a[np.uint64(q + c * step)])
-    else:
-        for c in range(w):
-            acc[c] = binary(op, acc[c], a[np.uint64(q + c * step)])
+    """acc[c] = binary(op, acc[c], a[q + c * step]) for c < w (sum and max: `_FOLDS`)."""
+    for c in range(w):
+        acc[c] = binary(op, acc[c], a[np.uint64(q + c * step)])
+
+
+@njit(inline="always")
+def _fold_block_sum(op: int, acc: Any, a: Any, q: int, step: int, w: int) -> None:
+    """`_fold_block` for ADD (a loop the compiler vectorises)."""
+    for c in range(w):
+        acc[c] = binary(ADD, acc[c], a[np.uint64(q + c * step)])
+
+
+@njit(inline="always")
+def _fold_block_max(op: int, acc: Any, a: Any, q: int, step: int, w: int) -> None:
+    """`_fold_block` for MAX."""
+    for c in range(w):
+        acc[c] = binary(MAX, acc[c], a[np.uint64(q + c * step)])
+
+
+# The folds each op's copy of the reductions calls: the op's own, or the one for any op.
+_FOLDS = {ADD: (_fold_sum, _fold_block_sum), MAX: (_fold_max, _fold_block_max)}
 
 
 @njit(parallel=True, cache=True, fastmath=SUM_MATH)
@@ -324,24 +408,28 @@ def _reduce_along(
     Loop::
 
         for task in prange(tasks):                 # a run of CHUNK // n out cells
-            (index buffer for this task)
+            index, o, p = the task's first cell, its position in out, in a (index[dim] = 0)
             for cell in task:
-                o, p = position of cell in out, in a (index[dim] = 0)
                 out[o] = fold(binary(op), a[p + k * step] for k < n, start=out[o])
+                index, o, p = next cell: an odometer over out's dims, as in `_map`
 
     Invariants: main loop parallel; index buffer thread-local; no allocation or
     call in the inner loop; each out cell written once.
     """
-    cells = _numel(out_shape)
+    nd, cells = len(out_shape), _numel(out_shape)
     n, step = a_shape[dim], a_strides[dim]
+    o_jumps, a_jumps = _row_jumps(out_shape, out_strides, nd), _row_jumps(out_shape, a_strides, nd)
     per_task = max(1, CHUNK // max(n, 1))
     for task in prange((cells + per_task - 1) // per_task):
-        index = np.empty(len(out_shape), np.int64)
-        for cell in range(task * per_task, min(cells, (task + 1) * per_task)):
-            to_index(cell, out_shape, index)
-            o = index_to_position(index, out_strides)
-            p = index_to_position(index, a_strides)
+        index = np.empty(nd, np.int64)
+        first, end = task * per_task, min(cells, (task + 1) * per_task)
+        to_index(first, out_shape, index)
+        o, p = index_to_position(index, out_strides), index_to_position(index, a_strides)
+        for cell in range(first, end):
             out[o] = _fold(op, out[o], a, p, step, n)
+            if cell + 1 < end:
+                d = _next_row(index, out_shape, nd)
+                o, p = o + o_jumps[d], p + a_jumps[d]
 
 
 @njit(parallel=True, cache=True)
@@ -353,12 +441,16 @@ def _reduce_across(
 
     Loop::
 
-        for task in prange(rows * blocks):         # rows: out cells with last index 0
-            acc[:w] = out[row, block]               # thread-local buffer
-            for k in range(n):                      # walk dim; the inner loop is contiguous
-                for c in range(w): acc[c] = binary(op, acc[c], a[row, k, block[c]])
-            out[row, block] = acc[:w]
+        for task in prange(groups * blocks):   # rows: out cells with last index 0
+            for row in the task's group:            # one row, or several short ones
+                acc[:w] = out[row, block]           # thread-local buffer
+                for k in range(n):                  # walk dim; the inner loop is contiguous
+                    for c in range(w): acc[c] = binary(op, acc[c], a[row, k, block[c]])
+                out[row, block] = acc[:w]
+                next row: an odometer, as in `_map`
 
+    A task folds about CHUNK cells of `a`: rows of a few columns (the pooling windows
+    of a small image) are grouped, so that a task is not mostly its own set-up.
     Invariants: main loop parallel; index and acc buffers thread-local; no allocation
     or call in the inner loop; each out cell written once.
     """
@@ -367,20 +459,28 @@ def _reduce_across(
     rows, blocks = _numel(out_shape) // last, (last + REDUCE_BLOCK - 1) // REDUCE_BLOCK
     n, step = a_shape[dim], a_strides[dim]
     o_step, a_step = out_strides[nd - 1], a_strides[nd - 1]
-    for task in prange(rows * blocks):
+    per_task = max(1, CHUNK // max(1, n * last)) if blocks == 1 else 1
+    groups = (rows + per_task - 1) // per_task
+    o_jumps = _row_jumps(out_shape, out_strides, nd - 1)
+    a_jumps = _row_jumps(out_shape, a_strides, nd - 1)
+    for task in prange(groups * blocks):
         index = np.empty(nd, np.int64)
         acc = np.empty(REDUCE_BLOCK, out.dtype)
-        row, c0 = task // blocks, (task % blocks) * REDUCE_BLOCK
+        group, c0 = task // blocks, (task % blocks) * REDUCE_BLOCK
         w = min(REDUCE_BLOCK, last - c0)
-        to_index(row * last + c0, out_shape, index)
-        o = index_to_position(index, out_strides)
-        p = index_to_position(index, a_strides)
-        for c in range(w):
-            acc[c] = out[o + c * o_step]
-        for k in range(n):
-            _fold_block(op, acc, a, p + k * step, a_step, w)
-        for c in range(w):
-            out[o + c * o_step] = acc[c]
+        first, end = group * per_task, min(rows, (group + 1) * per_task)
+        to_index(first * last + c0, out_shape, index)
+        o, p = index_to_position(index, out_strides), index_to_position(index, a_strides)
+        for row in range(first, end):
+            for c in range(w):
+                acc[c] = out[o + c * o_step]
+            for k in range(n):
+                _fold_block(op, acc, a, p + k * step, a_step, w)
+            for c in range(w):
+                out[o + c * o_step] = acc[c]
+            if row + 1 < end:
+                d = _next_row(index, out_shape, nd - 1)
+                o, p = o + o_jumps[d], p + a_jumps[d]
 
 
 _map_serial, _zip_serial = serial_twin(_map), serial_twin(_zip)
@@ -406,10 +506,15 @@ def _zip_helpers(op: int) -> dict[str, Any]:
 
 
 def _reduce_helpers(op: int) -> dict[str, Any]:
-    """What the reductions' copies for op `op` call: folds whose `binary` knows `op` only."""
+    """What the reductions' copies for op `op` call: the folds of `op` alone.
+
+    Those of `_FOLDS` for sum and max, else the folds for any op; their `binary` knows
+    `op` only.
+    """
     only = {"binary": _inlined_knowing_only(op).binary}
-    return {name: respecialise(fold, f"__op{op}", only) for name, fold in
-            (("_fold", _fold), ("_fold_block", _fold_block))}  # fmt: skip
+    fold, fold_block = _FOLDS.get(op, (_fold, _fold_block))
+    return {name: respecialise(fn, f"__op{op}", only) for name, fn in
+            (("_fold", fold), ("_fold_block", fold_block))}  # fmt: skip
 
 
 # The kernels `run_*` launch: `_MAP[parallel][op]` is `_map` (or its serial twin) with the

@@ -41,13 +41,15 @@ from minifw.tensor_ops import unsafe_overlap
 
 ParamLike = Parameter | Tensor
 
-# The fused update kernel, an expert fast path: student repositories have no
-# minifw/fast_paths/, and there the update takes its two launches.
+# The fused update kernels, an expert fast path: student repositories have no
+# minifw/fast_paths/, and there an update takes one launch per operation.
 _fused_update: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None
+_fused_adam: Callable[..., None] | None
 try:
+    from minifw.fast_paths.fused_update import adam_in_place as _fused_adam
     from minifw.fast_paths.fused_update import update_in_place as _fused_update
 except ImportError:  # pragma: no cover - only in student repositories
-    _fused_update = None
+    _fused_update = _fused_adam = None
 
 
 def _tensor(param: ParamLike) -> Tensor:
@@ -64,25 +66,12 @@ def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
     it); otherwise two launches, grad * lr, then param - that written into param. A
     capture (mf.compile) gets the two launches: it records them and fuses them itself.
     """
-    dtype = param.dtype
-    if (
-        grad.dtype is not dtype
-        or not dtype.is_floating_point
-        or grad.backend is not param.backend
-        or grad.shape != param.shape
-    ):
+    if not _alike(param, (grad,)):
         param.sub_(grad * lr)
         return
     p, g = param._data, grad._data
-    if (
-        _fused_update is not None
-        and param.backend.device == "cpu"
-        and p.is_contiguous()
-        and g.is_contiguous()
-        and not (anyone_listening[0] and hooks.recording())  # a capture: two launches
-        and not unsafe_overlap(p, g)  # the kernel reads each cell before writing it
-    ):
-        _fused_sub_scaled(param, grad, lr)
+    if _fused_update is not None and _fusable(param, (grad,)) and not unsafe_overlap(p, g):
+        _fused_sub_scaled(param, grad, lr)  # it reads each cell before writing it
     else:
         backend = param.backend
         scaled = backend.zip(ops.MUL, g, grad._scalar_like(lr)._data)
@@ -90,14 +79,51 @@ def _sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
     param._bump_version()
 
 
+def _alike(param: Tensor, others: tuple[Tensor, ...]) -> bool:
+    """True when `param` is a float tensor and `others` have its dtype, backend and shape."""
+    dtype = param.dtype
+    return dtype.is_floating_point and all(
+        t.dtype is dtype and t.backend is param.backend and t.shape == param.shape for t in others
+    )
+
+
+def _fusable(param: Tensor, others: tuple[Tensor, ...]) -> bool:
+    """True when a fused update kernel may update `param` from `others` (gradient, state).
+
+    Eager on the CPU (a capture records one launch per operation and fuses them itself),
+    with every tensor alike (`_alike`) and contiguous: the kernels walk flat cells.
+    """
+    return (
+        param.backend.device == "cpu"
+        and not (anyone_listening[0] and hooks.recording())
+        and _alike(param, others)
+        and param._data.is_contiguous()
+        and all(t._data.is_contiguous() for t in others)
+    )
+
+
+def _flat(data: TensorData) -> np.ndarray:
+    """The cells of a contiguous CPU tensor as a flat array (no copy)."""
+    return data.storage[: data.size]  # type: ignore[no-any-return]
+
+
+def _apart(datas: tuple[TensorData, ...]) -> bool:
+    """True when no two of `datas` may share memory."""
+    bases = [data.base for data in datas]
+    return not any(
+        np.may_share_memory(bases[i], bases[j])
+        for i in range(len(bases))
+        for j in range(i + 1, len(bases))
+    )
+
+
 def _fused_sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
     """Param -= grad * lr as one kernel on contiguous CPU cells, seen by the profiler."""
     assert _fused_update is not None
     update = _fused_update
     p, g = param._data, grad._data
-    cells = p.size
     rate = np.full(1, lr, p.base.dtype)
-    flat_p, flat_g = p.storage[:cells], g.storage[:cells]
+    flat_p, flat_g = _flat(p), _flat(g)
     if not anyone_listening[0]:
         update(flat_p, flat_g, rate)
         return
@@ -107,6 +133,37 @@ def _fused_sub_scaled(param: Tensor, grad: Tensor, lr: float) -> None:
         runner=lambda: update(flat_p, flat_g, rate),
     )  # fmt: skip
     hooks.launch(launch)
+
+
+# What `fused_update.adam_step` evaluates per cell, in order (for the profiler's counts).
+_ADAM_OPS = (ops.SUB, ops.MUL, ops.ADD, ops.MUL, ops.MUL, ops.MUL, ops.ADD, ops.SQRT, ops.DIV,
+             ops.ADD, ops.DIV, ops.MUL, ops.SUB)  # fmt: skip
+
+
+def _fused_adam_step(
+    param: Tensor, grad: Tensor, m: Tensor, v: Tensor, hyper: tuple[float, ...]
+) -> None:
+    """One Adam step of `param` as one kernel on contiguous CPU cells, seen by the profiler.
+
+    `hyper` holds `fused_update.ADAM_HYPER`'s values, rounded to param's dtype here as
+    the unfused launches round their scalars.
+    """
+    assert _fused_adam is not None
+    update = _fused_adam
+    datas = (param._data, grad._data, m._data, v._data)
+    scalars = np.array(hyper, datas[0].base.dtype)
+    flat = [_flat(data) for data in datas]
+    if not anyone_listening[0]:
+        update(*flat, scalars)
+    else:
+        launch = Launch(
+            param.backend, "fused", -1, (datas[0], datas[2], datas[3]),
+            (*datas, TensorData(scalars, (len(hyper),))), name="fused[adam]",
+            fused_ops=_ADAM_OPS, runner=lambda: update(*flat, scalars),
+        )  # fmt: skip
+        hooks.launch(launch)
+    for tensor in (param, m, v):
+        tensor._bump_version()
 
 
 class Optimizer:
@@ -540,6 +597,16 @@ class Adam(Optimizer):
         else:
             grad = _decayed(grad, param, group)
         m, v = state["exp_avg"], state["exp_avg_sq"]
+        if (
+            _fused_adam is not None
+            and not group.get("amsgrad")
+            and _fusable(param, (grad, m, v))
+            and _apart((param._data, grad._data, m._data, v._data))
+        ):
+            step_size, root = _bias_corrections(state["step"], group, param.dtype)
+            hyper = (1.0 - beta1, beta2, 1.0 - beta2, root, group["eps"], step_size)
+            _fused_adam_step(param, grad, m, v, hyper)
+            return
         m.add_((grad - m) * (1.0 - beta1))
         v.mul_(beta2).add_(grad * grad * (1.0 - beta2))
         if group.get("amsgrad"):

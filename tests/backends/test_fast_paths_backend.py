@@ -5,6 +5,12 @@ SimpleOps and numpy; here FastOps runs each fast path both as its serial twin an
 parallel on the same drawn inputs and must give the same cells. Sizes cross the fast
 paths' chunk and block boundaries. Expert code, no course task: every test is `extra`
 (student repositories have no minifw/fast_paths/ and no copy of this file).
+
+The reference is what the readable kernels are held to there: SimpleOps (the specification)
+on the small drawn inputs, and numpy on the big inputs and matmul, whose integer-valued
+cells make every sum exact. Neither needs compiling: the readable kernels as a reference
+compiled copies (their serial twins, per op and dtype) that no other test runs, a good
+part of this file's time with a cold kernel cache, as in CI.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ class AlwaysParallel(fast_ops.FastOps):
     follow_load = False  # parallel even while other processes keep the cores busy
 
 
-READABLE = get_backend("readable")
+SIMPLE = get_backend("simple")
 each_path = pytest.mark.parametrize(
     "fast",
     [TensorBackend(AlwaysSerial, "fast-serial"), TensorBackend(AlwaysParallel, "fast-par")],
@@ -52,9 +58,10 @@ BINARY = [ops.ADD, ops.SUB, ops.MUL, ops.MAX, ops.LT, ops.EQ]
 REDUCE = [ops.ADD, ops.MUL, ops.MAX, ops.MIN]
 
 
-def same(got: TensorData, expected: TensorData, dtype: Any) -> None:
+def same(got: TensorData, expected: TensorData | np.ndarray, dtype: Any) -> None:
     """Equal cells (to float32 rounding for float32: e^x is computed differently)."""
-    x, y = READABLE.to_numpy(got), READABLE.to_numpy(expected)
+    x = SIMPLE.to_numpy(got)
+    y = expected if isinstance(expected, np.ndarray) else SIMPLE.to_numpy(expected)
     assert x.dtype == y.dtype and x.shape == y.shape
     tol = 1e-5 if dtype == np.float32 else 1e-12
     mt.assert_close(x, y, rtol=tol, atol=tol)
@@ -68,7 +75,7 @@ def values(dtype: Any) -> st.SearchStrategy[Any]:
 @each_path
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @given(data=st.data())
-def test_map_zip_reduce_match_the_readable_kernels(
+def test_map_zip_reduce_match_the_specification(
     fast: TensorBackend, dtype: Any, data: st.DataObject
 ) -> None:
     shape_a, shape_b = data.draw(mt.broadcastable_shapes())
@@ -77,11 +84,11 @@ def test_map_zip_reduce_match_the_readable_kernels(
     float_ok = np.dtype(dtype).kind == "f"
     unary = data.draw(st.sampled_from(UNARY if float_ok else UNARY[:3]))
     binary = data.draw(st.sampled_from(BINARY))
-    same(fast.map(unary, a), READABLE.map(unary, a), dtype)
-    same(fast.zip(binary, a, b), READABLE.zip(binary, a, b), dtype)
+    same(fast.map(unary, a), SIMPLE.map(unary, a), dtype)
+    same(fast.zip(binary, a, b), SIMPLE.zip(binary, a, b), dtype)
     for dim in range(a.dims):
         code = data.draw(st.sampled_from(REDUCE))
-        same(fast.reduce(code, a, dim), READABLE.reduce(code, a, dim), dtype)
+        same(fast.reduce(code, a, dim), SIMPLE.reduce(code, a, dim), dtype)
 
 
 @each_path
@@ -94,22 +101,21 @@ def test_big_and_long_inputs_cross_chunks_and_blocks(fast: TensorBackend, dtype:
     for x in (big, long):
         a = fast.from_numpy(x)
         t = a.permute(*reversed(range(a.dims)))
-        same(fast.map(ops.NEG, t), READABLE.map(ops.NEG, t), dtype)
-        same(fast.zip(ops.MUL, a, a), READABLE.zip(ops.MUL, a, a), dtype)
+        x_t = x.transpose(*reversed(range(x.ndim)))
+        same(fast.map(ops.NEG, t), -x_t, dtype)
+        same(fast.zip(ops.MUL, a, a), x * x, dtype)
         for dim in range(a.dims):
-            same(fast.reduce(ops.ADD, t, dim), READABLE.reduce(ops.ADD, t, dim), dtype)
+            same(fast.reduce(ops.ADD, t, dim), x_t.sum(axis=dim, keepdims=True), dtype)
 
 
 @each_path
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize(("n", "k", "m"), [(1, 1, 1), (7, 33, 65), (65, 300, 67)], ids=str)
-def test_matmul_matches_the_readable_kernel(
-    fast: TensorBackend, n: int, k: int, m: int, dtype: Any
-) -> None:
+def test_matmul_matches_numpy(fast: TensorBackend, n: int, k: int, m: int, dtype: Any) -> None:
     rng = np.random.default_rng(n + k + m)
     x = rng.integers(-9, 10, (2, n, k)).astype(dtype)
     y = rng.integers(-9, 10, (k, m)).astype(dtype)
     a, b = fast.from_numpy(x), fast.from_numpy(y)
-    same(fast.matmul(a, b), READABLE.matmul(a, b), dtype)
+    same(fast.matmul(a, b), x @ y, dtype)
     a_t = fast.from_numpy(np.ascontiguousarray(x.transpose(0, 2, 1))).permute(0, 2, 1)
-    same(fast.matmul(a_t, b), READABLE.matmul(a_t, b), dtype)
+    same(fast.matmul(a_t, b), x @ y, dtype)

@@ -31,17 +31,20 @@ def run_python(code: str, cache: Path, ahead_on: bool) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_the_helper_compiles_common_from_its_end_then_extra_each_once() -> None:
-    order = ahead.order()
-    assert order[: len(ahead.COMMON)] == list(reversed(ahead.COMMON))
-    assert order[len(ahead.COMMON) :] == list(ahead.EXTRA)
-    assert len(set(order)) == len(order)
+def test_the_helper_compiles_what_follows_the_first_kernel_then_common_from_its_end() -> None:
+    order, common, first = ahead.order(), ahead.COMMON, ahead.RIGHT_AFTER_FIRST
+    assert order[:first] == list(common[1 : 1 + first])  # while the program compiles common[0]
+    assert order[first : len(common) - 1] == list(reversed(common[1 + first :]))
+    assert order[len(common) - 1] == common[0]
+    assert order[len(common) :] == list(ahead.EXTRA)
+    assert len(set(order)) == len(order) == len(common) + len(ahead.EXTRA)
 
 
 @pytest.mark.parametrize(
     "kernel",
     [("map", 0, False), ("zip", 100, False), ("reduce_along", 100, False),
-     ("reduce_across", 100, False), ("matmul", 0, True), ("sub_scaled", 0, False)],
+     ("reduce_across", 100, False), ("matmul", 0, True), ("sub_scaled", 0, False),
+     ("adam_step", 0, False)],
 )  # fmt: skip
 def test_each_kind_of_kernel_compiles_on_tiny_inputs(kernel: tuple[str, int, bool]) -> None:
     ahead.compile_one(*kernel, "float32")
