@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -14,14 +13,6 @@ from minifw_course.tasks import COURSE_TASKS
 # No compile-ahead helper process per test worker (minifw/fast_paths/ahead.py): the suite
 # keeps every core busy already; tests/fast_paths/test_ahead.py starts one itself.
 os.environ.setdefault("MINIFW_COMPILE_AHEAD", "0")
-
-# Numba's CUDA simulator runs each thread of a block as a Python thread, and the thread that
-# runs the block polls them in a loop that keeps the GIL: each time a simulated thread is to
-# run, it first waits out the interpreter's switch interval (5 ms by default) while the
-# poller spins. A short interval hands the GIL over sooner: the same kernels, threads and
-# barriers, in less than half the CPU time (the simulator pass of .ci/run).
-if int(os.environ.get("NUMBA_ENABLE_CUDASIM") or 0):
-    sys.setswitchinterval(1e-4)
 
 settings.register_profile(
     "dev",
