@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
@@ -13,6 +18,50 @@ from minifw_course.tasks import COURSE_TASKS
 # No compile-ahead helper process per test worker (minifw/fast_paths/ahead.py): the suite
 # keeps every core busy already; tests/fast_paths/test_ahead.py starts one itself.
 os.environ.setdefault("MINIFW_COMPILE_AHEAD", "0")
+
+
+def _atomic_shared_array() -> Callable[..., Any]:
+    """A `cuda.shared.array` for the simulator that looks up and creates under a lock.
+
+    A block's threads share the array made at one source line (keyed by the caller's file
+    and line, as the simulator keys it); dynamic shared memory (shape 0) is left to the
+    simulator, which hands out one buffer made up front.
+    """
+    from numba.core import types
+    from numba.cuda.simulator import kernelapi
+    from numba.np import numpy_support
+
+    simulators_own = kernelapi.FakeCUDAShared.array
+    lock = threading.Lock()
+
+    def array(self: Any, shape: Any, dtype: Any) -> Any:
+        if shape == 0:
+            return simulators_own(self, shape, dtype)
+        caller = sys._getframe(1)
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        kind = numpy_support.as_dtype(dtype) if isinstance(dtype, types.Type) else dtype
+        with lock:
+            if key not in self._allocations:
+                self._allocations[key] = np.empty(shape, kind)
+            return self._allocations[key]
+
+    return array
+
+
+# Numba's CUDA simulator runs each thread of a block as a Python thread, and the thread that
+# runs the block polls them in a loop that keeps the GIL: each time a simulated thread is to
+# run, it first waits out the interpreter's switch interval (5 ms by default) while the
+# poller spins. A short interval hands the GIL over sooner: the same kernels, threads and
+# barriers, in about a third of the time (the simulator pass of .ci/run). The simulator's
+# `cuda.shared.array` looks up the block's array and creates it if absent without a lock,
+# so two threads switched between the two steps would each get an array of their own (a
+# reduction then reads values no other thread wrote); more switching makes that likely,
+# so the lookup is made atomic.
+if int(os.environ.get("NUMBA_ENABLE_CUDASIM") or 0):
+    from numba.cuda.simulator import kernelapi
+
+    kernelapi.FakeCUDAShared.array = _atomic_shared_array()
+    sys.setswitchinterval(1e-4)
 
 settings.register_profile(
     "dev",
