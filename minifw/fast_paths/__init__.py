@@ -8,7 +8,7 @@ What lives where:
   panels, blocks of out computed by the micro-kernel of `micro_kernel.py`, written in
   LLVM vector code.
 - `simd_math.py`: e^x from multiply-adds, so that loops calling it vectorise.
-- `fused_update.py`: the SGD update `p -= g * lr` as one kernel.
+- `fused_update.py`: the SGD update `p -= g * lr` and one Adam step, one kernel each.
 - `ahead.py`: on a process's first kernel compile, a helper process that compiles the
   kernels training programs launch first into the disk cache, on another core.
 - `__main__.py`: `python -m minifw.fast_paths` prints every generated source.
