@@ -59,6 +59,8 @@ SCALAR = compile_functions(
     lambda fn: njit(fn, inline="always"),
     replacements={"exp": fast_paths.simd_math.exp} if fast_paths is not None else None,
 )
+# About this many cells of out per task of a loop over rows (whole rows per task).
+ROWS_CELLS = 16384
 _INFIX = {operators.ADD: "+", operators.SUB: "-", operators.MUL: "*", operators.DIV: "/"}
 _CASTS = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
           "bool": "np.bool_"}  # fmt: skip
@@ -309,19 +311,14 @@ def _read_kind(ref: Ref, shape: tuple[int, ...]) -> str:
 
 
 def _flat_loop(kinds: list[str], body: list[str]) -> list[str]:
-    """One prange loop over out's cells; an operand's position is computed per cell."""
+    """One prange loop over out's cells (`_strided_loop` when an operand is strided)."""
+    if "strided" in kinds:
+        return _strided_loop(kinds, body)
+    reads = {"dense": "a{i}[i]", "row": "a{i}[(i // n{i}) % m{i}]",
+             "column": "a{i}[(i // n{i}) % m{i}]"}  # fmt: skip
     loop = [*_CELLS]
     loop += [f"    x{i} = a{i}[0]" for i, kind in enumerate(kinds) if kind == "scalar"]
     loop.append("    for i in prange(cells):")
-    strided = [i for i, kind in enumerate(kinds) if kind == "strided"]
-    if strided:
-        loop.append("        rest = i + 0  # a copy: numba forbids writing the prange index")
-        loop += [f"        p{j} = 0" for j in strided]
-        loop += ["        for d in range(ndim - 1, -1, -1):", "            k = rest % shape[d]",
-                 "            rest = rest // shape[d]"]  # fmt: skip
-        loop += [f"            p{j} += k * s{j}[d]" for j in strided]
-    reads = {"dense": "a{i}[i]", "row": "a{i}[(i // n{i}) % m{i}]",
-             "column": "a{i}[(i // n{i}) % m{i}]", "strided": "a{i}[p{i}]"}  # fmt: skip
     loop += [f"        x{i} = " + reads[kind].format(i=i) for i, kind in enumerate(kinds)
              if kind != "scalar"]  # fmt: skip
     return loop + [f"        {line}" for line in body]
@@ -334,21 +331,76 @@ def _row_loop(kinds: list[str], body: list[str]) -> list[str]:
     is read once per row; a "column" operand (n == 1) at a row start plus the column:
     no division per cell, so the inner loop runs in SIMD lanes. Needs no strided operand.
     """
-    loop = [*_CELLS, "    last = max(shape[ndim - 1], 1) if ndim else 1"]
-    loop += [f"    x{i} = a{i}[0]" for i, kind in enumerate(kinds) if kind == "scalar"]
-    loop += [f"    k{i} = n{i} // last" for i, kind in enumerate(kinds) if kind == "row"]
-    loop += [f"    q{i} = m{i} // last" for i, kind in enumerate(kinds) if kind == "column"]
+    loop = [*_CELLS, "    last = max(shape[ndim - 1], 1) if ndim else 1", *_set_up_reads(kinds)]
     loop.append("    for r in prange(cells // last):")
-    loop += [f"        x{i} = a{i}[(r // k{i}) % m{i}]" for i, k in enumerate(kinds) if k == "row"]
-    loop += [f"        c{i} = (r % q{i}) * last" for i, k in enumerate(kinds) if k == "column"]
-    loop += [
-        "        start = r * last",
-        "        for j in range(last):",
-        "            i = start + j",
-    ]
-    loop += [f"            x{i} = a{i}[i]" for i, kind in enumerate(kinds) if kind == "dense"]
-    loop += [f"            x{i} = a{i}[c{i} + j]" for i, k in enumerate(kinds) if k == "column"]
+    loop += _row_reads(kinds, "        ")
+    loop += ["        for j in range(last):", "            i = r * last + j"]
+    loop += _cell_reads(kinds, "            ")
     return loop + [f"            {line}" for line in body]
+
+
+def _strided_loop(kinds: list[str], body: list[str]) -> list[str]:
+    """A prange loop over tasks of whole rows of out, for operands read with strides.
+
+    Each task finds its first row's index (divisions, once); along a row the strided
+    positions p move by the last dim's stride, and from row to row the index steps
+    like an odometer (the dims that wrap give back their span): no division per cell.
+    Other operands are read as in `_row_loop`.
+    """
+    strided = [i for i, kind in enumerate(kinds) if kind == "strided"]
+    loop = [*_CELLS, "    last = max(shape[ndim - 1], 1)", "    rows = cells // last"]
+    loop += _set_up_reads(kinds) + [f"    along{j} = s{j}[ndim - 1]" for j in strided]
+    loop += [
+        f"    per_task = max(1, {ROWS_CELLS} // last)",
+        "    for task in prange((rows + per_task - 1) // per_task):",
+        "        first = task * per_task",
+        "        index = np.empty(ndim, np.int64)",
+        "        rest = first",
+        *(f"        p{j} = 0" for j in strided),
+        "        for d in range(ndim - 2, -1, -1):",
+        "            index[d] = rest % shape[d]",
+        "            rest = rest // shape[d]",
+        *(f"            p{j} += index[d] * s{j}[d]" for j in strided),
+        "        for r in range(first, min(rows, first + per_task)):",
+        *_row_reads(kinds, "            "),
+        "            for j in range(last):",
+        "                i = r * last + j",
+        *_cell_reads(kinds, "                "),
+        *(f"                {line}" for line in body),
+        *(f"                p{j} += along{j}" for j in strided),
+        *(f"            p{j} -= last * along{j}" for j in strided),
+        "            d = ndim - 2",
+        "            while d >= 0 and index[d] == shape[d] - 1:",
+        "                index[d] = 0",
+        *(f"                p{j} -= (shape[d] - 1) * s{j}[d]" for j in strided),
+        "                d -= 1",
+        "            if d >= 0:",
+        "                index[d] += 1",
+        *(f"                p{j} += s{j}[d]" for j in strided),
+    ]
+    return loop
+
+
+def _set_up_reads(kinds: list[str]) -> list[str]:
+    """Before a loop over rows: scalars read, and the row counts of row and column blocks."""
+    lines = [f"    x{i} = a{i}[0]" for i, kind in enumerate(kinds) if kind == "scalar"]
+    lines += [f"    k{i} = n{i} // last" for i, kind in enumerate(kinds) if kind == "row"]
+    return lines + [f"    q{i} = m{i} // last" for i, kind in enumerate(kinds) if kind == "column"]
+
+
+def _row_reads(kinds: list[str], indent: str) -> list[str]:
+    """At the start of row r: a row block's cell, a column block's start."""
+    lines = [f"{indent}x{i} = a{i}[(r // k{i}) % m{i}]" for i, k in enumerate(kinds) if k == "row"]
+    return lines + [
+        f"{indent}c{i} = (r % q{i}) * last" for i, k in enumerate(kinds) if k == "column"
+    ]
+
+
+def _cell_reads(kinds: list[str], indent: str) -> list[str]:
+    """At cell i (column j of row r): the dense, column and strided operands."""
+    reads = {"dense": "a{i}[i]", "column": "a{i}[c{i} + j]", "strided": "a{i}[p{i}]"}
+    return [f"{indent}x{i} = " + reads[kind].format(i=i) for i, kind in enumerate(kinds)
+            if kind in reads]  # fmt: skip
 
 
 def _expression(step: Step, args: list[str]) -> tuple[str, str]:

@@ -69,6 +69,12 @@ SUM_MATH = {"reassoc", "contract"}
 ONE, ZERO = np.int64(1), np.int64(0)
 
 
+@njit(inline="always")
+def _unread(shape: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """The odometer arguments of a line loop given one line: any int64 arrays (not read)."""
+    return shape, shape, shape, shape, shape
+
+
 @njit(cache=True, **KERNELS_ONLY)
 def _is_row_major(shape: Any, strides: Any) -> bool:
     """True when `strides` are the row-major strides of `shape` (size-1 dims ignored)."""
@@ -132,7 +138,7 @@ def _row_jumps(shape: Any, steps: Any, dims: int) -> Any:
     return jumps
 
 
-@njit(cache=True, **KERNELS_ONLY)
+@njit(inline="always")
 def _next_row(index: Any, shape: Any, dims: int) -> int:
     """Step `index` to the next row, an odometer over its first `dims` dims.
 
@@ -160,14 +166,21 @@ def _row_tasks(rows: int, last: int) -> tuple[int, int, int, int]:
 
 
 def line_source(name: str, op: int | None, arity: int) -> str:
-    """The source of `name(op, out, o, o_step, a, p, a_step, b, q, b_step, n)`: one line.
+    """The source of a line loop `name`: `rows` lines of op code `op` (of `arity` inputs).
 
-    It sets out[o + j * o_step] = f(x) (or f(x, y)) with x = a[p + j * a_step],
-    y = b[q + j * b_step] for j < n: one line of cells (a row of the last dim, or a dense
-    run with steps 1). f is the scalar function of op code `op`, called by name: the
-    compiler sees which function the loop applies, inlines it and (when the steps are 1 at
-    run time) runs the loop in SIMD lanes, which a loop testing `op` cell by cell cannot
-    do. (`op` None: the loop dispatches on the `op` it is given, for any op.)
+    Its arguments: (op, out, o, o_step, a, p, a_step, b, q, b_step, n, rows, index, shape,
+    o_jumps, a_jumps, b_jumps). Each line sets out[o + j * o_step] = f(x) (or f(x, y))
+    with x = a[p + j * a_step], y = b[q + j * b_step] for j < n: a row of the last dim,
+    or a dense run with steps 1.
+    From one line to the next, `index` (the line's index into `shape`) steps like an
+    odometer over the dims before the last, and o, p, q move by the jumps of the dim
+    that went up (`_row_jumps`). All the lines of a task run in one call: a call per
+    line cost about 40 ns, more than a short row's cells (`rows` 1: the odometer
+    arguments are not read).
+    f is the scalar function of op code `op`, called by name: the compiler sees which
+    function the loop applies, inlines it and (when the steps are 1 at run time) runs
+    the loop in SIMD lanes, which a loop testing `op` cell by cell cannot do. (`op`
+    None: the loop dispatches on the `op` it is given, for any op.)
     Positions are never negative: unsigned indices spare Numba's wraparound check.
     The ops of IN_PLACE also get a loop for an `a` that is out's own line (`x += y`)
     reading x from out: two arrays over the same cells fail the compiler's run-time
@@ -182,18 +195,38 @@ def line_source(name: str, op: int | None, arity: int) -> str:
     own_x = "out[np.uint64(o + j * o_step)]"
     store = "for j in range(n): out[np.uint64(o + j * o_step)] = "
     in_place = op in IN_PLACE
-    lines = [f"def {name}(op, out, o, o_step, a, p, a_step, b, q, b_step, n):"]
+    own_line = "shared and p == o and a_step == o_step"
+    lines = [
+        f"def {name}(op, out, o, o_step, a, p, a_step, b, q, b_step, n, rows, index, shape,",
+        "        o_jumps, a_jumps, b_jumps):",
+    ]
     if in_place:
-        lines.append("    same = p == o and a_step == o_step and a.ctypes.data == out.ctypes.data")
+        lines.append("    shared = a.ctypes.data == out.ctypes.data")
+    lines.append("    for row in range(rows):")
     if arity == 2:  # b broadcast along the line (x * 2, x - row_max): y read once
-        lines += ["    if b_step == 0:", "        y = b[q]"]
+        lines += ["        if b_step == 0:", "            y = b[q]"]
         if in_place:
-            lines += ["        if same:", f"            {store}{call.format(x=own_x, y='y')}"]
-            lines += ["            return"]
-        lines += [f"        {store}{call.format(x=x, y='y')}", "        return"]
-    if in_place:
-        lines += ["    if same:", f"        {store}{call.format(x=own_x, y=y)}", "        return"]
-    lines.append(f"    {store}{call.format(x=x, y=y)}")
+            lines += [
+                f"            if {own_line}:",
+                f"                {store}{call.format(x=own_x, y='y')}",
+            ]
+            lines += ["            else:", f"                {store}{call.format(x=x, y='y')}"]
+        else:
+            lines += [f"            {store}{call.format(x=x, y='y')}"]
+        if in_place:
+            lines += [
+                f"        elif {own_line}:",
+                f"            {store}{call.format(x=own_x, y=y)}",
+            ]
+        lines += ["        else:", f"            {store}{call.format(x=x, y=y)}"]
+    else:
+        lines.append(f"        {store}{call.format(x=x, y=y)}")
+    moves = "o, p, q = o + o_jumps[d], p + a_jumps[d], q + b_jumps[d]"
+    lines += [
+        "        if row + 1 < rows:",
+        "            d = _next_row(index, shape, len(shape) - 1)",
+        f"            {moves if arity == 2 else 'o, p = o + o_jumps[d], p + a_jumps[d]'}",
+    ]
     return "\n".join(lines)
 
 
@@ -201,7 +234,7 @@ def line_source(name: str, op: int | None, arity: int) -> str:
 def _line_loop(name: str, op: int | None, arity: int) -> Any:
     """`line_source(name, op, arity)` compiled, calling the compiled scalar functions."""
     source = line_source(name, op, arity)
-    namespace = {**vars(_called), "np": np}
+    namespace = {**vars(_called), "np": np, "_next_row": _next_row}
     exec(compile(source, f"<minifw.fast_paths.line_loops.{name}>", "exec"), namespace)
     return called(namespace[name])
 
@@ -217,8 +250,8 @@ IN_PLACE = (operators.ADD, operators.SUB, operators.MUL, operators.DIV)
 
 # The line loops for any op (the op read at run time), as `_map` and `_zip` below are
 # written; each op's copy of them (`_MAP[parallel][op]`, ...) calls that op's own loop.
-_map_line = _line_loop("map_line", None, 1)
-_zip_line = _line_loop("zip_line", None, 2)
+_map_lines = _line_loop("map_lines", None, 1)
+_zip_lines = _line_loop("zip_lines", None, 2)
 
 
 @njit(parallel=True, cache=True)
@@ -249,7 +282,10 @@ def _map(
     if _same_dense(out_shape, out_strides, a_shape, a_strides):
         for task in prange((size + CHUNK - 1) // CHUNK):
             start = task * CHUNK
-            _map_line(op, out, start, ONE, a, start, ONE, a, ZERO, ZERO, min(CHUNK, size - start))
+            n = min(CHUNK, size - start)
+            _map_lines(
+                op, out, start, ONE, a, start, ONE, a, ZERO, ZERO, n, ONE, *_unread(out_shape)
+            )  # one line: no odometer
         return
     nd = len(out_shape)
     last = out_shape[nd - 1] if nd else 1
@@ -266,11 +302,8 @@ def _map(
         first, end, n = group * per_task, min(rows, (group + 1) * per_task), min(width, last - j)
         to_index(first * last + j, out_shape, index)
         o, p = index_to_position(index, o_steps), index_to_position(index, a_steps)
-        for row in range(first, end):
-            _map_line(op, out, o, o_step, a, p, a_step, a, ZERO, ZERO, n)
-            if row + 1 < end:
-                d = _next_row(index, out_shape, nd - 1)
-                o, p = o + o_jumps[d], p + a_jumps[d]
+        _map_lines(op, out, o, o_step, a, p, a_step, a, ZERO, ZERO, n, end - first,
+                   index, out_shape, o_jumps, a_jumps, a_jumps)  # fmt: skip
 
 
 @njit(parallel=True, cache=True)
@@ -304,7 +337,10 @@ def _zip(
     ):
         for task in prange((size + CHUNK - 1) // CHUNK):
             start = task * CHUNK
-            _zip_line(op, out, start, ONE, a, start, ONE, b, start, ONE, min(CHUNK, size - start))
+            n = min(CHUNK, size - start)
+            _zip_lines(
+                op, out, start, ONE, a, start, ONE, b, start, ONE, n, ONE, *_unread(out_shape)
+            )  # one line: no odometer
         return
     nd = len(out_shape)
     last = out_shape[nd - 1] if nd else 1
@@ -324,11 +360,8 @@ def _zip(
         to_index(first * last + j, out_shape, index)
         o, p = index_to_position(index, o_steps), index_to_position(index, a_steps)
         q = index_to_position(index, b_steps)
-        for row in range(first, end):
-            _zip_line(op, out, o, o_step, a, p, a_step, b, q, b_step, n)
-            if row + 1 < end:
-                d = _next_row(index, out_shape, nd - 1)
-                o, p, q = o + o_jumps[d], p + a_jumps[d], q + b_jumps[d]
+        _zip_lines(op, out, o, o_step, a, p, a_step, b, q, b_step, n, end - first,
+                   index, out_shape, o_jumps, a_jumps, b_jumps)  # fmt: skip
 
 
 @njit(inline="always", fastmath=SUM_MATH)
@@ -497,12 +530,12 @@ def _op_name(op: int) -> str:
 
 def _map_helpers(op: int) -> dict[str, Any]:
     """What `_map`'s copy for op `op` calls: that op's own line loop."""
-    return {"_map_line": _line_loop(f"map_line_{_op_name(op)}", op, 1)}
+    return {"_map_lines": _line_loop(f"map_lines_{_op_name(op)}", op, 1)}
 
 
 def _zip_helpers(op: int) -> dict[str, Any]:
     """What `_zip`'s copy for op `op` calls: that op's own line loop."""
-    return {"_zip_line": _line_loop(f"zip_line_{_op_name(op)}", op, 2)}
+    return {"_zip_lines": _line_loop(f"zip_lines_{_op_name(op)}", op, 2)}
 
 
 def _reduce_helpers(op: int) -> dict[str, Any]:
@@ -567,9 +600,9 @@ def line_sources() -> dict[str, str]:
     """Name -> source of the line loop of every op code, as the kernels compile them."""
     sources = {}
     for op, name in operators.UNARY_NAMES.items():
-        sources[f"map_line_{name}"] = line_source(f"map_line_{name}", op, 1)
+        sources[f"map_lines_{name}"] = line_source(f"map_lines_{name}", op, 1)
     for op, name in operators.BINARY_NAMES.items():
-        sources[f"zip_line_{name}"] = line_source(f"zip_line_{name}", op, 2)
+        sources[f"zip_lines_{name}"] = line_source(f"zip_lines_{name}", op, 2)
     return sources
 
 

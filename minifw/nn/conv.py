@@ -130,9 +130,10 @@ class Unfold(Function):
                 stop = offset[d] + stride[d] * (out[d] - 1) + 1
                 target = target.narrow(2 + d, slice(offset[d], stop, stride[d]))
                 part = part.select(2, offset[d])
-            if overlap:
-                part = backend.zip(ops.ADD, target, part)
-            backend.copy_into(target, part)
+            if overlap:  # windows share cells: add into them, in place
+                backend.zip(ops.ADD, target, part, out=target)
+            else:
+                backend.copy_into(target, part)
         if any(padding):
             total = total._new(backend.contiguous(_inner(total._data, ctx.shape, padding)))
         return total, None, None, None, None

@@ -148,6 +148,32 @@ def test_row_and_column_operands_are_read_without_a_division_per_cell(out, opera
     np.testing.assert_array_equal(f(x, b).numpy(), ((x + b).exp() * b).numpy())
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [(2, 3, 4), (3, 1, 5), (4, 3, 1), (5, 7), (40, 30, 20), (3, 2, 2, 9000)],
+    # (40, 30, 20) and (3, 2, 2, 9000): several tasks of whole rows, and rows longer
+    # than a task's share of cells
+)
+def test_strided_operands_step_from_row_to_row_without_a_division_per_cell(shape):
+    dims = len(shape)
+    backwards = tuple(range(dims - 1, -1, -1))
+
+    def f(x, r, c):  # x read through a permute: strided; r a row block, c a column block
+        return (x.permute(*backwards) * r + c).tanh() - x.permute(*backwards)
+
+    row = (shape[0],) + (1,) * (dims - 1)
+    args = [values(shape[::-1], 1), values(row, 2), values(shape[-1:], 3)]
+    compiled = mf_compile(f)
+    compiled(*args)
+    (kernel,) = compiled.plans()[0].fused
+    kinds = [_fusion._read_kind(r, kernel.group.shape) for r in kernel.group.leaves]
+    assert "strided" in kinds
+    cell_loop = kernel.source.split("for j in range(last):")[1].split("@njit")[0]
+    assert "%" not in cell_loop and "//" not in cell_loop
+    args = [values(shape[::-1], 4), values(row, 5), values(shape[-1:], 6)]
+    assert_close(compiled(*args), f(*args))
+
+
 def test_the_disk_cache_serves_a_second_process(tmp_path):
     script = textwrap.dedent(
         f"""

@@ -41,7 +41,7 @@ cells, shape, strides = np.ones(4), np.array([2, 2]), np.array([2, 1])
 operands = (cells, shape, strides, cells, shape, strides)
 L.run_zip(int(sys.argv[1]), cells.copy(), shape, strides, *operands, False)
 helpers = [L._numel, L._same_dense, L._steps_along, L._line_step, L._row_jumps,
-           L._next_row, L._row_tasks, L.to_index, L.index_to_position]
+           L._row_tasks, L.to_index, L.index_to_position]
 stats = {h.py_func.__qualname__: [sum(h.stats.cache_hits.values()),
                                   sum(h.stats.cache_misses.values())] for h in helpers}
 print(json.dumps(stats))
@@ -89,7 +89,7 @@ def test_a_line_loop_compiles_once_for_every_layout_and_both_kernels() -> None:
             out = np.empty(6)
             kernel(ops.SUB, out, shape, strides, dense, shape, strides, *b)
             np.testing.assert_array_equal(out, np.zeros(6))
-    loops = {kernel.py_func.__globals__["_zip_line"] for kernel in zips}
+    loops = {kernel.py_func.__globals__["_zip_lines"] for kernel in zips}
     assert len(loops) == 1, "the parallel and serial kernels share the op's line loop"
     assert len(loops.pop().signatures) == 1, "literal steps would compile it again"
 
