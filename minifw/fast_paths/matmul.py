@@ -226,6 +226,25 @@ def work(cells: int, depth: int) -> int:
     return cells * depth // MULTIPLY_ADDS_PER_UNIT
 
 
+# (shapes as bytes, itemsize, threads) -> `_plan`: training repeats the same products
+_plans: dict[tuple[bytes, bytes, bytes, int, int], tuple[int, int, int]] = {}
+PLANS_KEPT = 1024
+
+
+def _plan(
+    out_shape: Index, a_shape: Index, b_shape: Index, itemsize: int, threads: int
+) -> tuple[int, int, int]:
+    """(workspace cells, row blocks, column blocks) of a product, worked out once per layout."""
+    key = (out_shape.tobytes(), a_shape.tobytes(), b_shape.tobytes(), itemsize, threads)
+    plan = _plans.get(key)
+    if plan is None:
+        if len(_plans) >= PLANS_KEPT:
+            _plans.clear()
+        cells = workspace_cells(out_shape, a_shape, b_shape, itemsize)
+        plan = _plans[key] = (cells, *blocks(out_shape, itemsize, threads))
+    return plan
+
+
 def matmul(
     out: Storage, out_shape: Index, out_strides: Index,
     a: Storage, a_shape: Index, a_strides: Index,
@@ -236,10 +255,11 @@ def matmul(
     Needs k >= 1 (the launcher fills out with zeros for k = 0). `parallel` False runs
     the kernel on the calling thread alone.
     """
-    cells = workspace_cells(out_shape, a_shape, b_shape, out.itemsize)
-    workspace = _workspace(out.dtype, cells)
     threads = numba.get_num_threads()
-    row_blocks, col_blocks = blocks(out_shape, out.itemsize, threads if parallel else 1)
+    cells, row_blocks, col_blocks = _plan(
+        out_shape, a_shape, b_shape, out.itemsize, threads if parallel else 1
+    )
+    workspace = _workspace(out.dtype, cells)
     if not parallel:
         # The same kernel on this thread alone (a few microseconds more than a serial
         # twin, which would cost seconds of compiling on a program's first run).
