@@ -173,10 +173,8 @@ def line_source(name: str, op: int | None, arity: int) -> str:
     with x = a[p + j * a_step], y = b[q + j * b_step] for j < n: a row of the last dim,
     or a dense run with steps 1.
     From one line to the next, `index` (the line's index into `shape`) steps like an
-    odometer over the dims before the last, and o, p, q move by the jumps of the dim
-    that went up (`_row_jumps`). All the lines of a task run in one call: a call per
-    line cost about 40 ns, more than a short row's cells (`rows` 1: the odometer
-    arguments are not read).
+    odometer, and o, p, q move by the jumps of the dim that went up (`_row_jumps`): one
+    call runs a task's lines (a call per line cost ~40 ns, more than a short row).
     f is the scalar function of op code `op`, called by name: the compiler sees which
     function the loop applies, inlines it and (when the steps are 1 at run time) runs
     the loop in SIMD lanes, which a loop testing `op` cell by cell cannot do. (`op`
@@ -221,13 +219,21 @@ def line_source(name: str, op: int | None, arity: int) -> str:
         lines += ["        else:", f"            {store}{call.format(x=x, y=y)}"]
     else:
         lines.append(f"        {store}{call.format(x=x, y=y)}")
-    moves = "o, p, q = o + o_jumps[d], p + a_jumps[d], q + b_jumps[d]"
-    lines += [
+    return "\n".join(lines + _NEXT_LINE[arity])
+
+
+# The end of a line loop's row: step the index to the next line, move the positions.
+_NEXT_LINE = {
+    arity: [
         "        if row + 1 < rows:",
         "            d = _next_row(index, shape, len(shape) - 1)",
-        f"            {moves if arity == 2 else 'o, p = o + o_jumps[d], p + a_jumps[d]'}",
+        "            " + moves,
     ]
-    return "\n".join(lines)
+    for arity, moves in (
+        (1, "o, p = o + o_jumps[d], p + a_jumps[d]"),
+        (2, "o, p, q = o + o_jumps[d], p + a_jumps[d], q + b_jumps[d]"),
+    )
+}
 
 
 @functools.cache  # one per op, shared by the op's parallel and serial kernels

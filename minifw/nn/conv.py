@@ -112,7 +112,8 @@ class Unfold(Function):
 
         for each kernel offset k (prod(kernel) strided launches):
             grad_x_padded[:, :, k + stride * o] += grad[:, :, k, o]   for every window o
-        Windows overlap only when stride < kernel; otherwise a plain copy is enough.
+        Windows overlap only when stride < kernel; otherwise no two windows share a cell,
+        and one copy of grad into the window view of grad_x_padded (`_windows`) does it.
         """
         kernel, stride, padding = ctx.kernel, ctx.stride, ctx.padding
         nd = len(kernel)
@@ -121,19 +122,19 @@ class Unfold(Function):
             s + 2 * p for s, p in zip(ctx.shape[2:], padding, strict=True)
         )
         total = grad._zeros(padded_shape)
-        overlap = any(s < k for s, k in zip(stride, kernel, strict=True))
         backend = grad.backend
-        for offset in itertools.product(*(range(k) for k in kernel)):
-            target = total._data
-            part = grad._data
-            for d in range(nd):
-                stop = offset[d] + stride[d] * (out[d] - 1) + 1
-                target = target.narrow(2 + d, slice(offset[d], stop, stride[d]))
-                part = part.select(2, offset[d])
-            if overlap:  # windows share cells: add into them, in place
-                backend.zip(ops.ADD, target, part, out=target)
-            else:
-                backend.copy_into(target, part)
+        if all(s >= k for s, k in zip(stride, kernel, strict=True)):
+            # No two windows share a cell: one copy into the window view of total.
+            backend.copy_into(_windows(total._data, kernel, stride, out), grad._data)
+        else:
+            for offset in itertools.product(*(range(k) for k in kernel)):
+                target = total._data
+                part = grad._data
+                for d in range(nd):
+                    stop = offset[d] + stride[d] * (out[d] - 1) + 1
+                    target = target.narrow(2 + d, slice(offset[d], stop, stride[d]))
+                    part = part.select(2, offset[d])
+                backend.zip(ops.ADD, target, part, out=target)  # in place
         if any(padding):
             total = total._new(backend.contiguous(_inner(total._data, ctx.shape, padding)))
         return total, None, None, None, None
