@@ -181,7 +181,9 @@ class DigitsTrainer(Trainer):
 
     def predict(self, images: np.ndarray) -> np.ndarray:
         """The predicted class of each image (N, 1, H, W)."""
-        logits = predict_logits(self.model, images, self.config["backend"])
+        # In training batches: a first run then reuses the kernels training compiled.
+        batch = self.config["batch"]
+        logits = predict_logits(self.model, images, self.config["backend"], batch)
         return np.asarray(logits.argmax(axis=1))
 
     def test_accuracy(self) -> float:

@@ -327,7 +327,8 @@ def max_pool2d(
     Write: padding must never win, so pad with -inf; a nan in a window makes its max nan.
     """
     cols, batched = _pool_windows("max_pool2d", input, kernel_size, stride, padding, -math.inf)
-    out: Tensor = cols.max(2).values
+    # With no gradient to route to each window's max, the values alone (no argmax).
+    out: Tensor = cols.max(2).values if cols.requires_grad else cols.amax(2)
     return out if batched else out.squeeze(0)
 
 

@@ -141,7 +141,8 @@ def max_pool(
         return conv.max_pool2d(input, kernel_size, stride, padding)
     x, batched = _batched(name, input, nd)
     windows = _Windows(name, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
-    out: Tensor = _flat_kernel(windows.of(x, -math.inf), nd).max(2).values
+    cols = _flat_kernel(windows.of(x, -math.inf), nd)
+    out: Tensor = cols.max(2).values if cols.requires_grad else cols.amax(2)  # as max_pool2d
     return out if batched else out.squeeze(0)
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
+from minifw.tools.profiler import profile
 from tests.nn.test_conv import POOL_CASES, conv_case, rand
 from tests.strategies import assert_close, compare_with_torch
 
@@ -111,3 +112,16 @@ def test_pooling_errors():
         F.avg_pool2d(mf.zeros(4, 4), 2)
     with pytest.raises(RuntimeError, match="of dtype minifw.int64"):
         F.max_pool2d(mf.zeros(1, 4, 4, dtype=mf.int64), 2)
+
+
+@pytest.mark.parametrize("dilation", [1, 2])  # 1: conv.max_pool2d; 2: pooling.max_pool
+def test_max_pool_without_a_gradient_finds_no_argmax_and_gives_the_same_values(dilation):
+    x = rand(2, 3, 7, 6)
+    x[0, 1, 2, 3] = np.nan  # a window holding nan gives nan, with or without a gradient
+    pool = partial(F.max_pool2d, kernel_size=2, stride=2, padding=1, dilation=dilation)
+    want = pool(mf.tensor(x, requires_grad=True))
+    with mf.no_grad(), profile() as launches:
+        got = pool(mf.tensor(x))
+    np.testing.assert_array_equal(got.numpy(), want.detach().numpy())
+    reductions = [e for e in launches.events if e.name.startswith("reduce")]
+    assert [e.name for e in reductions] == ["reduce_max"], "one max per window, no argmax"
