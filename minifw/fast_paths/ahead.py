@@ -11,7 +11,7 @@ cache; when the program reaches a kernel the helper has cached, Numba loads it i
 of compiling it. While the program compiles its first kernel (a product: seconds), the
 helper compiles the few it launches next; then it goes on from COMMON's end while the
 program compiles what it launches from the front (`order`). The helper is stopped when
-the program exits.
+the program exits. It runs at the lowest priority, on what the program leaves idle.
 
 Once per process and float dtype. MINIFW_COMPILE_AHEAD=0 turns it off (the test
 suite does; so does the helper for itself); it never starts on a single core.
@@ -190,6 +190,10 @@ def main(argv: list[str]) -> None:
     dtype = argv[0] if argv else "float64"
     if dtype not in FLOATS:
         raise SystemExit(f"ahead: dtype must be one of {FLOATS}, not {dtype!r}")
+    if hasattr(os, "nice"):
+        # The lowest priority: the program's own threads get a core whenever they want one
+        # (its parallel kernels wait for their slowest thread), the helper the idle time.
+        os.nice(19)
     for kind, op, parallel in order():
         compile_one(kind, op, parallel, dtype)
 

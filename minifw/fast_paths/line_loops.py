@@ -69,12 +69,6 @@ SUM_MATH = {"reassoc", "contract"}
 ONE, ZERO = np.int64(1), np.int64(0)
 
 
-@njit(inline="always")
-def _unread(shape: Any) -> tuple[Any, Any, Any, Any, Any]:
-    """The odometer arguments of a line loop given one line: any int64 arrays (not read)."""
-    return shape, shape, shape, shape, shape
-
-
 @njit(cache=True, **KERNELS_ONLY)
 def _is_row_major(shape: Any, strides: Any) -> bool:
     """True when `strides` are the row-major strides of `shape` (size-1 dims ignored)."""
@@ -138,7 +132,7 @@ def _row_jumps(shape: Any, steps: Any, dims: int) -> Any:
     return jumps
 
 
-@njit(inline="always")
+@njit(cache=True, **KERNELS_ONLY)
 def _next_row(index: Any, shape: Any, dims: int) -> int:
     """Step `index` to the next row, an odometer over its first `dims` dims.
 
@@ -289,9 +283,10 @@ def _map(
         for task in prange((size + CHUNK - 1) // CHUNK):
             start = task * CHUNK
             n = min(CHUNK, size - start)
-            _map_lines(
-                op, out, start, ONE, a, start, ONE, a, ZERO, ZERO, n, ONE, *_unread(out_shape)
-            )  # one line: no odometer
+            # One line: the odometer's arrays (any int64 arrays) are not read.
+            unread = out_shape
+            _map_lines(op, out, start, ONE, a, start, ONE, a, ZERO, ZERO, n, ONE,
+                       unread, unread, unread, unread, unread)  # fmt: skip
         return
     nd = len(out_shape)
     last = out_shape[nd - 1] if nd else 1
@@ -344,9 +339,10 @@ def _zip(
         for task in prange((size + CHUNK - 1) // CHUNK):
             start = task * CHUNK
             n = min(CHUNK, size - start)
-            _zip_lines(
-                op, out, start, ONE, a, start, ONE, b, start, ONE, n, ONE, *_unread(out_shape)
-            )  # one line: no odometer
+            # One line: the odometer's arrays (any int64 arrays) are not read.
+            unread = out_shape
+            _zip_lines(op, out, start, ONE, a, start, ONE, b, start, ONE, n, ONE,
+                       unread, unread, unread, unread, unread)  # fmt: skip
         return
     nd = len(out_shape)
     last = out_shape[nd - 1] if nd else 1

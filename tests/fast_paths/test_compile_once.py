@@ -41,7 +41,7 @@ cells, shape, strides = np.ones(4), np.array([2, 2]), np.array([2, 1])
 operands = (cells, shape, strides, cells, shape, strides)
 L.run_zip(int(sys.argv[1]), cells.copy(), shape, strides, *operands, False)
 helpers = [L._numel, L._same_dense, L._steps_along, L._line_step, L._row_jumps,
-           L._row_tasks, L.to_index, L.index_to_position]
+           L._next_row, L._row_tasks, L.to_index, L.index_to_position]
 stats = {h.py_func.__qualname__: [sum(h.stats.cache_hits.values()),
                                   sum(h.stats.cache_misses.values())] for h in helpers}
 print(json.dumps(stats))
