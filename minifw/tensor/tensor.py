@@ -757,11 +757,13 @@ class Tensor:
             hits = x._zip(ops.EQ, best, np.int64)
             if x.dtype.is_floating_point:  # a nan is the max (as in PyTorch): mark the nans
                 hits = hits._zip(ops.ADD, x._zip(ops.NE, x, np.int64))
-            shape = [1] * x.dim()
-            shape[d] = x.shape[d]
-            positions = x._arange(x.shape[d], dtypes.int64).view(*shape)
-            big = positions._scalar_like(x.shape[d])
-            indices = positions._select_where(hits, big)._reduce(ops.MIN, d)
+            # Position i along d scores n - i where marked, 0 elsewhere: the first mark
+            # scores highest, and n minus the best score is its index.
+            n, shape = x.shape[d], [1] * x.dim()
+            shape[d] = n
+            countdown = x._arange(n, dtypes.int64, countdown=True).view(*shape)
+            best_score = hits._zip(ops.MUL, countdown)._reduce(ops.MAX, d)
+            indices = best_score._scalar_like(n)._zip(ops.SUB, best_score)
         return indices if keepdim else indices.squeeze(d)
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
@@ -1996,8 +1998,12 @@ class Tensor:
         positions = self._arange(self.shape[dim], indices.dtype).view(*shape)
         return positions._zip(ops.EQ, indices, self.dtype.numpy)  # one kernel, no cast
 
-    def _arange(self, n: int, dtype: dtypes.DType | None = None) -> Tensor:
-        host = np.arange(n, dtype=(dtype or self.dtype).numpy)
+    def _arange(
+        self, n: int, dtype: dtypes.DType | None = None, countdown: bool = False
+    ) -> Tensor:
+        """0, 1, ..., n - 1 on self's device (n, n - 1, ..., 1 with `countdown`)."""
+        kind = (dtype or self.dtype).numpy
+        host = np.arange(n, 0, -1, dtype=kind) if countdown else np.arange(n, dtype=kind)
         return Tensor(self.backend.from_numpy(host), self.backend)
 
     def _operand(self, other: Any) -> Tensor:
