@@ -10,6 +10,7 @@ sized for the CPU's caches:
         for each k block:
             for each b panel of the column block:     # KC x NR: stays in L1 cache
                 for each a panel of the row block:    # the block stays in L2
+                    fetch a share of the next panels into L2   # memory is slow to start
                     out[block] (+)= micro_kernel(a panel, b panel)   # = for the first k
 
 Packing copies each operand once per product, whatever its strides (a transposed `w.T`
@@ -23,6 +24,7 @@ pages would be faulted in on every call.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import numba
@@ -31,14 +33,36 @@ from numba import prange
 
 from minifw._jit import njit
 from minifw.core.tensor_data import Index
-from minifw.fast_paths.micro_kernel import MR, micro_kernel, panel_width
+from minifw.fast_paths.micro_kernel import (
+    MR,
+    VECTOR_BYTES,
+    VECTORS_PER_ROW,
+    micro_kernel,
+    panel_width,
+    prefetch,
+)
 from minifw.tensor_ops import Storage
 
-KC = 256  # k per block: a KC x NR panel of b (16 KiB of float64) stays in L1 cache
+
+def _l1_data_bytes() -> int:
+    """The L1 data cache of one core, as Linux reports it (32 KiB where it does not)."""
+    try:
+        size = Path("/sys/devices/system/cpu/cpu0/cache/index0/size").read_text().strip()
+        return int(size.removesuffix("K")) * 1024 if size.endswith("K") else int(size)
+    except (OSError, ValueError):
+        return 32 * 1024
+
+
+# k per block: a KC x NR panel of b fills half the L1 cache (the a panel and out's tile
+# share the rest): 256 with AVX2 and 32 KiB, 192 with AVX-512 and 48 KiB.
+KC = max(64, _l1_data_bytes() // 2 // (VECTORS_PER_ROW * VECTOR_BYTES))
 BLOCK_PANELS = 16  # a task covers at most 16 panels of a (96 rows) and 16 of b
 TASKS_PER_THREAD = 4  # fewer, smaller row blocks when a product has fewer tasks than this
 MULTIPLY_ADDS_PER_UNIT = 32  # a product's work, counted as FastOps counts a map's cells
-KEEP_CELLS = 1 << 22  # a workspace up to this size (32 MiB of float64) is kept for reuse
+# A workspace up to this size (128 MiB of float64, a 2048 x 2048 product) is kept for
+# reuse: faulting in fresh pages costs a tenth of such a product.
+KEEP_CELLS = 1 << 24
+LINE_BYTES = 64  # a cache line
 U = np.uint64  # an index type Numba does not check for negative values
 
 
@@ -47,10 +71,10 @@ def _pack_a(panels: Any, at: int, a: Any, ao: int, a_row: int, a_k: int, rows: i
             kc: int) -> None:  # fmt: skip
     """panels[at + k*MR + r] = a[ao + r*a_row + k*a_k] for k < kc, r < MR; 0 past `rows`."""
     if rows >= MR:  # a whole panel: no test per cell
-        for r in range(MR):
-            row = ao + r * a_row
-            for k in range(kc):
-                panels[U(at + k * MR + r)] = a[U(row + k * a_k)]
+        for k in range(kc):
+            column = ao + k * a_k
+            for r in range(MR):
+                panels[U(at + k * MR + r)] = a[U(column + r * a_row)]
         return
     for k in range(kc):
         column = ao + k * a_k
@@ -98,9 +122,9 @@ def _k_block(block: int, blocks: int, depth: int) -> Any:
 
 
 @njit(inline="always")
-def _split(block: int, blocks: int, panels: int) -> Any:
-    """The panels of block number `block` of `blocks` nearly equal ones, as a range."""
-    return range(block * panels // blocks, (block + 1) * panels // blocks)
+def _split(block: int, blocks: int, panels: int, first: int) -> Any:
+    """The panels of block `block` of `blocks` nearly equal ones, numbered from `first`."""
+    return range(first + block * panels // blocks, first + (block + 1) * panels // blocks)
 
 
 @njit(parallel=True, cache=True)
@@ -130,33 +154,88 @@ def _matmul(
         for kb in range(k_blocks):
             k0, kc = _k_block(kb, k_blocks, depth)
             ao = m * a_n + p * MR * a_row + k0 * a_k
-            at = a_panels * MR * k0 + panel * MR * kc
+            at = _panel_at(0, a_panels, MR, k_blocks, depth, kb, panel)
             _pack_a(workspace, at, a, ao, a_row, a_k, rows - p * MR, kc)
     for panel in prange(b_panels):
         m, q = panel // col_panels, panel % col_panels
         for kb in range(k_blocks):
             k0, kc = _k_block(kb, k_blocks, depth)
             bo = m * b_n + k0 * b_k + q * nr * b_col
-            at = b_start + b_panels * nr * k0 + panel * nr * kc
+            at = _panel_at(b_start, b_panels, nr, k_blocks, depth, kb, panel)
             _pack_b(workspace, at, b, bo, b_k, b_col, cols - q * nr, kc, nr)
     for task in prange(batches * row_blocks * col_blocks):
-        tile = np.empty(MR * nr, out.dtype)
         n, block = task // (row_blocks * col_blocks), task % (row_blocks * col_blocks)
         a_first = (n if a_shape[0] > 1 else 0) * row_panels
         b_first = (n if b_shape[0] > 1 else 0) * col_panels
-        for kb in range(k_blocks):
-            k0, kc = _k_block(kb, k_blocks, depth)
-            for q in _split(block % col_blocks, col_blocks, col_panels):
-                b_at = b_start + b_panels * nr * k0 + (b_first + q) * nr * kc
-                for p in _split(block // col_blocks, row_blocks, row_panels):
-                    a_at = a_panels * MR * k0 + (a_first + p) * MR * kc
-                    o = n * o_n + p * MR * o_row + q * nr * o_col
-                    h, w = min(MR, rows - p * MR), min(nr, cols - q * nr)
-                    if h == MR and w == nr and o_col == 1:
-                        micro_kernel(workspace, a_at, workspace, b_at, kc, out, o, o_row, kb > 0)
-                    else:
-                        micro_kernel(workspace, a_at, workspace, b_at, kc, tile, 0, nr, False)
-                        _store(out, o, o_row, o_col, tile, nr, h, w, kb > 0)
+        a_span = _split(block // col_blocks, row_blocks, row_panels, a_first)
+        b_span = _split(block % col_blocks, col_blocks, col_panels, b_first)
+        panels = (a_first, a_span, a_panels, b_first, b_span, b_panels, b_start)
+        _multiply_block(workspace, out, (n * o_n, o_row, o_col), rows, cols, depth, panels)
+
+
+@njit(inline="always")
+def _multiply_block(
+    workspace: Any, out: Any, o_layout: Any, rows: int, cols: int, depth: int, panels: Any
+) -> None:
+    """One task: its block of out from a's packed panels `a_span` and b's `b_span`.
+
+    `o_layout` is (this batch's first cell, row stride, column stride) of out; `panels`
+    is (a_first, a_span, a_panels, b_first, b_span, b_panels, b_start): the batch's first
+    panel, the task's panels and the panels in all of each packed operand, and where
+    b's panels start in the workspace.
+    """
+    a_first, a_span, a_panels, b_first, b_span, b_panels, b_start = panels
+    o_start, o_row, o_col = o_layout
+    nr, line = panel_width(out.itemsize), LINE_BYTES // out.itemsize
+    tile = np.empty(MR * nr, out.dtype)
+    k_blocks, calls = (depth + KC - 1) // KC, len(a_span) * len(b_span)
+    for kb in range(k_blocks):
+        kc = _k_block(kb, k_blocks, depth)[1]
+        # While the micro-kernel works, the next panel of b and the next k block of
+        # this task's a panels are fetched into L2, a share per call (past the last k
+        # block, the hints point at cells no one reads: a hint never faults).
+        a_next = _panel_at(0, a_panels, MR, k_blocks, depth, kb + 1, a_span.start)
+        a_share = _lines(len(a_span) * MR * kc, calls, line)
+        b_share = _lines(nr * kc, len(a_span), line)
+        for q in b_span:
+            b_at = _panel_at(b_start, b_panels, nr, k_blocks, depth, kb, q)
+            b_next = b_at + nr * kc
+            if q + 1 == b_span.stop:
+                b_next = _panel_at(b_start, b_panels, nr, k_blocks, depth, kb + 1, b_span.start)
+            for p in a_span:
+                _prefetch(workspace, b_next, b_share, line)
+                _prefetch(workspace, a_next, a_share, line)
+                b_next, a_next = b_next + b_share, a_next + a_share
+                a_at = _panel_at(0, a_panels, MR, k_blocks, depth, kb, p)
+                row, col = (p - a_first) * MR, (q - b_first) * nr
+                o = o_start + row * o_row + col * o_col
+                h, w = min(MR, rows - row), min(nr, cols - col)
+                if h == MR and w == nr and o_col == 1:
+                    micro_kernel(workspace, a_at, workspace, b_at, kc, out, o, o_row, kb > 0)
+                else:
+                    micro_kernel(workspace, a_at, workspace, b_at, kc, tile, 0, nr, False)
+                    _store(out, o, o_row, o_col, tile, nr, h, w, kb > 0)
+
+
+@njit(inline="always")
+def _panel_at(start: int, panels: int, width: int, k_blocks: int, depth: int, kb: int,
+              panel: int) -> Any:  # fmt: skip
+    """Where panel `panel` (of `panels` of `width` columns) of k block `kb` is packed."""
+    k0, kc = _k_block(kb, k_blocks, depth)
+    return start + panels * width * k0 + panel * width * kc
+
+
+@njit(inline="always")
+def _lines(cells: int, parts: int, line: int) -> int:
+    """Cells in one of `parts` shares of `cells`, rounded up to whole cache lines."""
+    return (cells // line + parts - 1) // parts * line
+
+
+@njit(inline="always")
+def _prefetch(array: Any, at: int, cells: int, line: int) -> None:
+    """Hints the CPU to fetch array[at : at + cells] into L2 (a hint: never faults)."""
+    for cell in range(at, at + cells, line):
+        prefetch(array, cell)
 
 
 _workspaces = threading.local()  # per thread: {dtype: array}

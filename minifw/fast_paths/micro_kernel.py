@@ -88,6 +88,26 @@ def _micro_kernel(
 micro_kernel: Any = intrinsic(_micro_kernel)
 
 
+def _prefetch(typingctx: Any, array: Any, at: Any) -> Any:
+    """Asks the CPU to bring the cache line holding array[at] into its L2 cache."""
+    sig = types.void(array, types.intp)
+
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> Any:
+        data = context.make_array(array)(context, builder, args[0]).data
+        cell = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn_type = ir.FunctionType(ir.VoidType(), [cell.type, i32, i32, i32])
+        name = "llvm.prefetch.p0i8"
+        fn = builder.module.globals.get(name) or ir.Function(builder.module, fn_type, name)
+        builder.call(fn, [cell, ir.Constant(i32, 0), ir.Constant(i32, 2), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+prefetch: Any = intrinsic(_prefetch)
+
+
 def _adder(builder: ir.IRBuilder, dtype: Any) -> Any:
     """A function (x, y) -> x + y on vectors of `dtype`."""
     if isinstance(dtype, types.Float):
@@ -183,4 +203,12 @@ class _Loop:
         return sums
 
 
-__all__ = ["MR", "VECTOR_BYTES", "lanes", "micro_kernel", "panel_width"]
+__all__ = [
+    "MR",
+    "VECTOR_BYTES",
+    "VECTORS_PER_ROW",
+    "lanes",
+    "micro_kernel",
+    "panel_width",
+    "prefetch",
+]
