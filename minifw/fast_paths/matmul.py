@@ -56,7 +56,7 @@ def _l1_data_bytes() -> int:
 # k per block: a KC x NR panel of b fills half the L1 cache (the a panel and out's tile
 # share the rest): 256 with AVX2 and 32 KiB, 192 with AVX-512 and 48 KiB.
 KC = max(64, _l1_data_bytes() // 2 // (VECTORS_PER_ROW * VECTOR_BYTES))
-BLOCK_PANELS = 16  # a task covers at most 16 panels of a (96 rows) and 16 of b
+BLOCK_PANELS = 16  # a task covers at most 16 panels of a (16 MR rows) and 16 of b
 TASKS_PER_THREAD = 4  # fewer, smaller row blocks when a product has fewer tasks than this
 MULTIPLY_ADDS_PER_UNIT = 32  # a product's work, counted as FastOps counts a map's cells
 # A workspace up to this size (128 MiB of float64, a 2048 x 2048 product) is kept for

@@ -16,8 +16,8 @@ this file builds the loop itself, with `numba.extending.intrinsic`, as LLVM IR:
 `matmul.py` packs the operands so that both reads are contiguous: a's panel holds
 a[r, k] at `k * MR + r`, b's panel holds b[k, c] at `k * NR + c`. With 256-bit vectors
 (AVX2) a float64 block is 6 x 8: 12 accumulators, 2 loads of b and one broadcast fill
-15 of the 16 vector registers. Integer dtypes get a multiply and an add in place of the
-fused multiply-add. Compiled into the kernel that calls it, so `cache=True` caches it.
+15 of the 16 vector registers; AVX-512's 32 registers of 512 bits take 12 x 16. Integer
+dtypes get a multiply and an add in place of the fused multiply-add. Compiled into the kernel that calls it, so `cache=True` caches it.
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, register_jitable
 
-MR = 6  # rows of out per micro-kernel call
 VECTORS_PER_ROW = 2  # NR = VECTORS_PER_ROW * lanes
 # The widest vector registers of this CPU: 64 bytes with AVX-512, 32 (AVX2) otherwise;
 # where there are fewer, LLVM splits each vector in parts.
 VECTOR_BYTES = 64 if "+avx512f" in llvm.get_host_cpu_features().flatten().split(",") else 32
+# Rows of out per micro-kernel call: as many as the vector registers hold (MR x 2
+# sums, 2 loads of b and a broadcast of a): 16 registers with AVX2, 32 with AVX-512.
+MR = 12 if VECTOR_BYTES == 64 else 6
 
 
 @register_jitable
