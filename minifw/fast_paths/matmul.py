@@ -91,11 +91,11 @@ def _pack_b(panels: Any, at: int, b: Any, bo: int, b_k: int, b_col: int, cols: i
             to, start = U(at + k * nr), U(bo + k * b_k)
             for c in range(U(nr)):
                 panels[to + c] = b[start + c]
-    elif cols >= nr:  # a whole panel (of columns contiguous along k, as in w.T)
-        for c in range(nr):
-            column = bo + c * b_col
-            for k in range(kc):
-                panels[U(at + k * nr + c)] = b[U(column + k * b_k)]
+    elif cols >= nr:  # a whole panel of strided rows (columns contiguous along k: w.T)
+        for k in range(kc):
+            to, start = U(at + k * nr), bo + k * b_k
+            for c in range(U(nr)):
+                panels[to + c] = b[U(start + c * b_col)]
     else:
         for k in range(kc):
             row = bo + k * b_k
@@ -270,8 +270,9 @@ def blocks(out_shape: Index, itemsize: int, threads: int) -> tuple[int, int]:
     """How many blocks of rows and of columns each batch of out is split into (tasks).
 
     Blocks of BLOCK_PANELS panels at most; then, until each thread has TASKS_PER_THREAD
-    tasks or blocks are single panels, the longer side of the blocks is split again
-    (so that a product of few rows is split by columns, and its b read once).
+    tasks or blocks are single panels, more blocks of columns first, then of rows. A
+    thread then computes mostly with the b panels it packed itself, still in its own
+    L2 cache (for 784 x 64 @ 64 x 128: 65 us split by columns, 87 us by rows too).
     """
     batches, rows, cols = (int(size) for size in out_shape)
     nr = panel_width(itemsize)
@@ -279,10 +280,7 @@ def blocks(out_shape: Index, itemsize: int, threads: int) -> tuple[int, int]:
     row_blocks = _ceil_div(row_panels, BLOCK_PANELS)
     col_blocks = _ceil_div(col_panels, BLOCK_PANELS)
     while batches * row_blocks * col_blocks < TASKS_PER_THREAD * threads:
-        taller = rows / row_blocks >= cols / col_blocks
-        if taller and row_blocks < row_panels:
-            row_blocks += 1
-        elif col_blocks < col_panels:
+        if col_blocks < col_panels:
             col_blocks += 1
         elif row_blocks < row_panels:
             row_blocks += 1

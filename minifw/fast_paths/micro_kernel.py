@@ -17,7 +17,8 @@ this file builds the loop itself, with `numba.extending.intrinsic`, as LLVM IR:
 a[r, k] at `k * MR + r`, b's panel holds b[k, c] at `k * NR + c`. With 256-bit vectors
 (AVX2) a float64 block is 6 x 8: 12 accumulators, 2 loads of b and one broadcast fill
 15 of the 16 vector registers; AVX-512's 32 registers of 512 bits take 12 x 16. Integer
-dtypes get a multiply and an add in place of the fused multiply-add. Compiled into the kernel that calls it, so `cache=True` caches it.
+dtypes get a multiply and an add in place of the fused multiply-add. Compiled into the
+kernel that calls it, so `cache=True` caches it.
 """
 
 from __future__ import annotations
