@@ -93,9 +93,9 @@ def _pack_b(panels: Any, at: int, b: Any, bo: int, b_k: int, b_col: int, cols: i
                 panels[to + c] = b[start + c]
     elif cols >= nr:  # a whole panel of strided rows (columns contiguous along k: w.T)
         for k in range(kc):
-            to, start = U(at + k * nr), bo + k * b_k
+            to, row = U(at + k * nr), bo + k * b_k
             for c in range(U(nr)):
-                panels[to + c] = b[U(start + c * b_col)]
+                panels[to + c] = b[U(row + c * b_col)]
     else:
         for k in range(kc):
             row = bo + k * b_k
