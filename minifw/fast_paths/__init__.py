@@ -9,6 +9,8 @@ What lives where:
   LLVM vector code.
 - `simd_math.py`: e^x from multiply-adds, so that loops calling it vectorise.
 - `fused_update.py`: the SGD update `p -= g * lr` and one Adam step, one kernel each.
+- `fused_loss.py`: softmax cross-entropy over class indices, one kernel each way
+  (`nn/losses.py` calls it for small batches).
 - `ahead.py`: on a process's first kernel compile, a helper process that compiles the
   kernels training programs launch first into the disk cache, on another core.
 - `__main__.py`: `python -m minifw.fast_paths` prints every generated source.

@@ -32,7 +32,7 @@ from numba.core import event
 
 from minifw._threads import gauge
 from minifw.core import operators as ops
-from minifw.fast_paths import fused_update, line_loops, matmul
+from minifw.fast_paths import fused_loss, fused_update, line_loops, matmul
 
 # (kind, op code, parallel): the kernels both the MLP step of bench/ and the digits net
 # of project/run_digits.py launch, in the order the MLP first launches them (a serial
@@ -41,19 +41,14 @@ COMMON: tuple[tuple[str, int, bool], ...] = (
     ("matmul", 0, True),
     ("zip", ops.ADD, False),
     ("map", ops.RELU, False),
-    ("reduce_along", ops.MAX, False),
-    ("zip", ops.SUB, False),
-    ("map", ops.EXP, False),
-    ("reduce_along", ops.ADD, False),
-    ("map", ops.LOG, False),
-    ("zip", ops.SELECT, False),
-    ("zip", ops.MUL, False),
+    ("cross_entropy", 0, False),
     ("reduce_across", ops.ADD, False),
     ("zip", ops.RELU_BACK, False),
 )
 # Kernels only some programs launch: the SGD update; the digits net's pooling (max and
 # min across windows, eq/ne masks), copies, bigger batches (parallel kernels), Adam's
-# fused update.
+# fused update; log_softmax and nll_loss op by op (softmax, cross_entropy with class
+# weights or on a big batch).
 EXTRA: tuple[tuple[str, int, bool], ...] = (
     ("sub_scaled", 0, False),
     ("sub_scaled", 0, True),
@@ -74,6 +69,13 @@ EXTRA: tuple[tuple[str, int, bool], ...] = (
     ("zip", ops.SELECT, True),
     ("reduce_across", ops.MIN, True),
     ("adam_step", 0, True),
+    ("reduce_along", ops.MAX, False),
+    ("zip", ops.SUB, False),
+    ("map", ops.EXP, False),
+    ("reduce_along", ops.ADD, False),
+    ("map", ops.LOG, False),
+    ("zip", ops.SELECT, False),
+    ("zip", ops.MUL, False),
 )
 # How many kernels of COMMON after its first the helper compiles first: about as many as
 # it can while the program compiles that first one (it starts a second or so later).
@@ -105,6 +107,12 @@ def compile_one(kind: str, op: int, parallel: bool, dtype: str) -> None:
     elif kind == "sub_scaled":
         kernel = fused_update.sub_scaled if parallel else fused_update.sub_scaled_serial
         kernel(cells.copy(), cells, np.ones(1, dtype))
+    elif kind == "cross_entropy":
+        labels, lse, losses = np.zeros(2, np.int64), np.empty(2, dtype), np.empty(2, dtype)
+        fused_loss.cross_entropy_forward(cells, 2, labels, -100, lse, losses)
+        grad = np.ones(1, dtype)
+        fused_loss.cross_entropy_backward(cells, 2, labels, -100, lse, grad, 0, 0, 1.0,
+                                          cells.copy())  # fmt: skip
     elif kind == "adam_step":
         kernel = fused_update.adam_step if parallel else fused_update.adam_step_serial
         kernel(cells.copy(), cells, cells.copy(), cells.copy(), np.ones(6, dtype))

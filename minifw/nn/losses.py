@@ -6,24 +6,37 @@ and autograd differentiates); while `mf.compile` captures, kernels build that ma
 where the targets lie, so that a replay reads no values on the host. Without class
 weights, a "mean" or "sum" loss is one `MaskedSum` node: the mask holds -1 (or
 -1/count) at each picked cell, so the loss is one product and one reduction.
-`reduction` is "mean", "sum" or "none", as in PyTorch.
+`reduction` is "mean", "sum" or "none", as in PyTorch. On the fast backend, a small
+batch's cross_entropy over class indices is `SoftmaxCrossEntropy`: one kernel forward and
+one backward (`fast_paths/fused_loss.py`), where the composed ops take fourteen.
 """
 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
+from minifw._jit import PARALLEL_FROM
 from minifw.core import hooks
 from minifw.core import operators as ops
-from minifw.nn.activation import log_softmax, logsigmoid
+from minifw.core.hooks import Launch, anyone_listening
+from minifw.core.tensor_data import TensorData
+from minifw.nn.activation import log_softmax, logsigmoid, softmax
 from minifw.nn.module import Module
 from minifw.tensor.creation import arange
 from minifw.tensor.functions import Function, FunctionCtx, Where
 from minifw.tensor.tensor import Tensor, tensor
 
 REDUCTIONS = ("mean", "sum", "none")
+
+# The one-kernel softmax cross-entropy, an expert fast path: student repositories have no
+# minifw/fast_paths/, and there cross_entropy is log_softmax then nll_loss, op by op.
+try:
+    from minifw.fast_paths import fused_loss as _fused_loss
+except ImportError:  # pragma: no cover - only in student repositories
+    _fused_loss = None  # type: ignore[assignment]
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
@@ -153,6 +166,109 @@ class MaskedSum(Function):
         return grad * ctx.mask, None, None
 
 
+class SoftmaxCrossEntropy(Function):
+    """cross_entropy of (N, C) logits and class indices in one kernel each way.
+
+    `fast_paths/fused_loss.py` holds the kernels; `cross_entropy` picks this on the fast
+    CPU backend for small contiguous float batches without class weights or label
+    smoothing, outside a capture (`mf.compile` records the composed launches).
+    """
+
+    node_name = "NllLoss"
+    fresh_grads = True
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: FunctionCtx, x: Tensor, labels: np.ndarray, ignore_index: int, reduction: str
+    ) -> Tensor:
+        """The losses per row ("none"), their sum, or their mean over the rows not ignored."""
+        assert _fused_loss is not None
+        rows, cols = x.shape
+        kept = int(np.count_nonzero(labels != ignore_index))
+        lse, losses = np.empty(rows, x.dtype.numpy), np.empty(rows, x.dtype.numpy)
+        flat = x._data.storage[: rows * cols]
+        totals: list[float] = []
+
+        def run() -> None:
+            assert _fused_loss is not None
+            totals.append(
+                _fused_loss.cross_entropy_forward(flat, cols, labels, ignore_index, lse, losses)
+            )
+
+        _launch(x, (lse, losses), run, "fused[cross_entropy]")
+        ctx.save_for_backward(x)
+        ctx.labels, ctx.ignore_index, ctx.lse = labels, ignore_index, lse
+        ctx.scale = 1.0 / kept if reduction == "mean" else 1.0
+        if reduction == "none":
+            return x._new(x.backend.from_numpy(losses, share=True))
+        return x._scalar_like(totals[0] * ctx.scale)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        """(softmax(x) - one_hot(labels)) times the incoming gradient of each row."""
+        assert _fused_loss is not None
+        (x,) = ctx.saved_tensors
+        rows, cols = x.shape
+        g = grad._data
+        g_step = g.strides[0] if g.shape else 0
+        out = np.empty(rows * cols, x.dtype.numpy)
+        flat = x._data.storage[: rows * cols]
+
+        def run() -> None:
+            assert _fused_loss is not None
+            _fused_loss.cross_entropy_backward(
+                flat, cols, ctx.labels, ctx.ignore_index, ctx.lse,
+                g.base, g.offset, g_step, ctx.scale, out,
+            )  # fmt: skip
+
+        _launch(x, (out,), run, "fused[cross_entropy_backward]")
+        return x._new(x.backend.from_numpy(out.reshape(rows, cols), share=True)), None, None, None
+
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        """The same gradient from differentiable ops (create_graph)."""
+        (x,) = ctx.graph_inputs[:1]
+        rows, cols = x.shape
+        picked = ctx.labels[:, None] == np.arange(cols)
+        kept = (ctx.labels != ctx.ignore_index)[:, None]
+        one_hot = tensor(picked & kept, dtype=x.dtype, backend=x.backend)
+        rows_kept = tensor(kept * ctx.scale, dtype=x.dtype, backend=x.backend)
+        g = grad.view(rows, 1) if grad.dim() else grad
+        return (softmax(x, 1) * rows_kept - one_hot * ctx.scale) * g, None, None, None
+
+
+def _launch(x: Tensor, outs: tuple[np.ndarray, ...], run: Any, name: str) -> None:
+    """Run a fused loss kernel; where a tool listens, as a launch it hears."""
+    if not anyone_listening[0]:
+        run()
+        return
+    written = tuple(TensorData(out, out.shape) for out in outs)
+    launch = Launch(x.backend, "fused", -1, written, (x._data,), name=name,
+                    fused_ops=(ops.EXP,), runner=run)  # fmt: skip
+    hooks.launch(launch)
+
+
+def _fused_cross_entropy_fits(
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    weight: Tensor | None,
+    label_smoothing: float,
+) -> bool:
+    """True when `SoftmaxCrossEntropy` computes this cross_entropy (see its docstring)."""
+    return (
+        _fused_loss is not None
+        and weight is None
+        and not label_smoothing
+        and input.dim() == 2
+        and input.dtype.is_floating_point
+        and not target.dtype.is_floating_point
+        and input.backend.name == "fast"
+        and 0 < input._data.size < PARALLEL_FROM
+        and input._data.is_contiguous()
+        and not hooks.recording()
+    )
+
+
 def nll_loss(
     input: Tensor,  # noqa: A002
     target: Tensor,
@@ -243,6 +359,10 @@ def cross_entropy(
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if _fused_cross_entropy_fits(input, target, weight, label_smoothing):
+        values = np.ascontiguousarray(_class_indices(input, target, ignore_index), np.int64)
+        if reduction != "mean" or np.any(values != ignore_index):
+            return SoftmaxCrossEntropy.apply(input, values, ignore_index, reduction)
     cls = 1 if input.dim() > 1 else 0
     logp = log_softmax(input, cls)
     shape = [1] * input.dim()

@@ -514,6 +514,9 @@ def _classifier_step(seed: int, reduction: str, loss_fn: str) -> tuple[object, o
 @pytest.mark.parametrize("loss_fn", ["cross_entropy", "nll_loss"])
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 def test_a_classifier_step_with_integer_labels_is_captured(loss_fn, reduction):
+    # Eager cross_entropy runs the one-kernel fast path (fast_paths/fused_loss.py), which
+    # sums in another order than the captured ops: equal to rounding; nll_loss exactly.
+    TIGHT = 1e-12 if loss_fn == "cross_entropy" else 0  # noqa: N806
     eager_model, eager_step = _classifier_step(3, reduction, loss_fn)
     model, step = _classifier_step(3, reduction, loss_fn)
     compiled = mf_compile(step)
@@ -523,9 +526,10 @@ def test_a_classifier_step_with_integer_labels_is_captured(loss_fn, reduction):
         for _ in range(4):
             x, labels = mf.tensor(rng.random((5, 6))), mf.tensor(rng.integers(-1, 4, 5))
             labels[labels == -1] = -100  # PyTorch's default ignore_index: skipped
-            assert compiled(x, labels).item() == eager_step(x, labels).item()
+            got, want = compiled(x, labels).item(), eager_step(x, labels).item()
+            assert got == pytest.approx(want, rel=TIGHT, abs=0)
     for ours, theirs in zip(model.parameters(), eager_model.parameters(), strict=True):
-        np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+        np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=TIGHT)
     assert compiled.stats["replays"] == 3 and compiled.stats["fallbacks"] == 0
 
 

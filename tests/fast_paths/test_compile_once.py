@@ -91,7 +91,9 @@ def test_a_line_loop_compiles_once_for_every_layout_and_both_kernels() -> None:
             np.testing.assert_array_equal(out, np.zeros(6))
     loops = {kernel.py_func.__globals__["_zip_lines"] for kernel in zips}
     assert len(loops) == 1, "the parallel and serial kernels share the op's line loop"
-    assert len(loops.pop().signatures) == 1, "literal steps would compile it again"
+    # Other tests may have compiled it for other dtypes (argmax subtracts int64 cells).
+    float64_signatures = [sig for sig in loops.pop().signatures if str(sig[1].dtype) == "float64"]
+    assert len(float64_signatures) == 1, "literal steps would compile it again"
 
 
 def test_each_reduction_copy_folds_with_its_op_alone() -> None:
