@@ -233,7 +233,7 @@ class SoftmaxCrossEntropy(Function):
         kept = (ctx.labels != ctx.ignore_index)[:, None]
         one_hot = tensor(picked & kept, dtype=x.dtype, backend=x.backend)
         rows_kept = tensor(kept * ctx.scale, dtype=x.dtype, backend=x.backend)
-        g = grad.view(rows, 1) if grad.dim() else grad
+        g = grad.reshape(rows, 1) if grad.dim() else grad
         return (softmax(x, 1) * rows_kept - one_hot * ctx.scale) * g, None, None, None
 
 

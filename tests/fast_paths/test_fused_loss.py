@@ -116,3 +116,23 @@ def test_second_derivatives_through_the_fused_loss_match_the_composed_ops() -> N
         results.append((grad.detach().numpy(), x.grad.numpy()))
     for got, want in zip(*results, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_second_derivatives_of_per_row_losses_match_pytorch() -> None:
+    torch = pytest.importorskip("torch", reason="PyTorch, the oracle here, is missing")
+    logits, labels = rng.standard_normal((6, 4)), np.array([0, 3, 1, -100, 2, 2])
+    weights = rng.standard_normal((6, 2))
+    x = mf.tensor(logits, requires_grad=True)
+    per_row = F.cross_entropy(x, mf.tensor(labels), reduction="none")
+    strided = mf.tensor(weights)[:, 0]  # an incoming gradient with a stride of 2
+    (grad,) = mf.autograd.grad(per_row, x, grad_outputs=strided, create_graph=True)
+    (grad * grad).sum().backward()
+    tx = torch.tensor(logits, requires_grad=True)
+    t_rows = torch.nn.functional.cross_entropy(tx, torch.tensor(labels), reduction="none")
+    (t_grad,) = torch.autograd.grad(
+        t_rows, tx, grad_outputs=torch.tensor(weights[:, 0]), create_graph=True
+    )
+    (t_grad * t_grad).sum().backward()
+    assert x.grad is not None and tx.grad is not None
+    np.testing.assert_allclose(grad.detach().numpy(), t_grad.detach().numpy(), atol=1e-14)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), atol=1e-14)
