@@ -13,12 +13,14 @@ this file builds the loop itself, with `numba.extending.intrinsic`, as LLVM IR:
             acc[r] += broadcast(a[r, k]) * b_k        (one fused multiply-add per vector)
     tile = acc
 
-`matmul.py` packs the operands so that both reads are contiguous: a's panel holds
-a[r, k] at `k * MR + r`, b's panel holds b[k, c] at `k * NR + c`. With 256-bit vectors
-(AVX2) a float64 block is 6 x 8: 12 accumulators, 2 loads of b and one broadcast fill
-15 of the 16 vector registers; AVX-512's 32 registers of 512 bits take 12 x 16. Integer
-dtypes get a multiply and an add in place of the fused multiply-add. Compiled into the
-kernel that calls it, so `cache=True` caches it.
+`matmul.py` packs big operands so that both reads are contiguous: a's panel holds
+a[r, k] at `k * MR + r`, b's panel holds b[k, c] at `k * NR + c`; a small operand is read
+where it lies (any strides for a, contiguous rows for b): the kernel takes both layouts
+as addresses and steps. With 256-bit vectors (AVX2) a float64 block is 6 x 8: 12
+accumulators, 2 loads of b and one broadcast fill 15 of the 16 vector registers;
+AVX-512's 32 registers of 512 bits take 12 x 16. Integer dtypes get a multiply and an
+add in place of the fused multiply-add. Compiled into the kernel that calls it, so
+`cache=True` caches it.
 """
 
 from __future__ import annotations
@@ -52,37 +54,41 @@ def panel_width(itemsize: int) -> int:
 
 
 def _micro_kernel(
-    typingctx: Any, a_panel: Any, a_at: Any, b_panel: Any, b_at: Any, kc: Any,
+    typingctx: Any, a: Any, a_row: Any, a_k: Any, b: Any, b_k: Any, kc: Any,
     dest: Any, d_at: Any, d_row: Any, add: Any,
 ) -> Any:  # fmt: skip
-    """dest[d_at + r*d_row + c] (+)= sum_k a_panel[a_at + k*MR + r] * b_panel[b_at + k*NR + c].
+    """dest[d_at + r*d_row + c] (+)= sum_k A[r*a_row + k*a_k] * B[k*b_k + c], `+=` if `add`.
 
-    For r < MR, c < NR and k < kc; `+=` if `add`, else `=`. All three arrays are 1-D, of
-    one dtype; dest's rows are contiguous. Nothing is bounds-checked: the caller sizes
-    the panels and picks a dest with room for the whole block (matmul.py).
+    For r < MR, c < NR and k < kc. A and B are the cells at byte addresses `a` and `b`
+    (integers: an operand's own storage or a packed panel of the workspace alike), of
+    dest's dtype; dest is a 1-D array with contiguous rows. A packed panel of a has
+    a_row = 1 and a_k = MR, one of b has b_k = NR. Nothing is bounds-checked: the
+    caller picks addresses and a dest with room for the whole block (matmul.py).
     """
-    dtype = a_panel.dtype
+    dtype = dest.dtype
     index = types.intp
-    sig = types.void(a_panel, index, b_panel, index, index, dest, index, index, types.boolean)
+    sig = types.void(index, index, index, index, index, index, dest, index, index, types.boolean)
 
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> Any:
-        a_arr, a_start, b_arr, b_start, depth, dest_arr, dest_start, dest_row, accumulate = args
+        a_address, a_row_step, a_k_step, b_address, b_k_step = args[:5]
+        depth, dest_arr, dest_start, dest_row, accumulate = args[5:]
         cell_bytes = dtype.bitwidth // 8
         width = lanes(cell_bytes)
-        vector = ir.VectorType(context.get_data_type(dtype), width)
-        data = [context.make_array(t)(context, builder, v).data for t, v in
-                ((a_panel, a_arr), (b_panel, b_arr), (dest, dest_arr))]  # fmt: skip
-        a_ptr, b_ptr = builder.gep(data[0], [a_start]), builder.gep(data[1], [b_start])
+        cell = context.get_data_type(dtype)
+        vector = ir.VectorType(cell, width)
+        a_ptr = builder.inttoptr(a_address, cell.as_pointer())
+        b_ptr = builder.inttoptr(b_address, cell.as_pointer())
+        dest_data = context.make_array(dest)(context, builder, dest_arr).data
         multiply_add = _multiply_add(builder, dtype, vector)
         kernel = _Loop(builder, vector, width * VECTORS_PER_ROW, cell_bytes)
-        sums = kernel.run(depth, a_ptr, b_ptr, multiply_add)
+        sums = kernel.run(depth, (a_ptr, a_row_step, a_k_step), (b_ptr, b_k_step), multiply_add)
         if accumulate.type != ir.IntType(1):
             accumulate = builder.icmp_unsigned("!=", accumulate, ir.Constant(accumulate.type, 0))
         with builder.if_else(accumulate) as (adding, assigning):
             with adding:
-                kernel.write(sums, data[2], dest_start, dest_row, _adder(builder, dtype))
+                kernel.write(sums, dest_data, dest_start, dest_row, _adder(builder, dtype))
             with assigning:
-                kernel.write(sums, data[2], dest_start, dest_row, None)
+                kernel.write(sums, dest_data, dest_start, dest_row, None)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -172,22 +178,26 @@ class _Loop:
         all_first = ir.Constant(ir.VectorType(ir.IntType(32), self.vector.count), None)
         return b.shuffle_vector(first, undefined, all_first)
 
-    def run(self, depth: Any, a_ptr: Any, b_ptr: Any, multiply_add: Any) -> list[list[Any]]:
-        """The MR x (NR / lanes) vector sums over k < depth (zeros if depth <= 0)."""
+    def run(self, depth: Any, a: Any, b_: Any, multiply_add: Any) -> list[list[Any]]:
+        """The MR x (NR / lanes) vector sums over k < depth (zeros if depth <= 0).
+
+        `a` is (pointer, row step, k step), `b_` is (pointer, k step).
+        """
         b, zero = self.builder, ir.Constant(self.vector, None)
         per_row = self.nr // self.vector.count
+        (a_ptr, a_row, a_k), (b_ptr, b_k) = a, b_
+        a_rows = [b.gep(a_ptr, [b.mul(a_row, self.const(r))]) for r in range(MR)]
         entry = b.block
         body, after = b.append_basic_block("micro.k"), b.append_basic_block("micro.done")
         b.cbranch(b.icmp_signed(">", depth, self.const(0)), body, after)
         b.position_at_end(body)
         k = b.phi(self.index)
         carried = [[b.phi(self.vector) for _ in range(per_row)] for _ in range(MR)]
-        b_row = b.gep(b_ptr, [b.mul(k, self.const(self.nr))])
-        a_column = b.gep(a_ptr, [b.mul(k, self.const(MR))])
+        b_row, a_column = b.gep(b_ptr, [b.mul(k, b_k)]), b.mul(k, a_k)
         b_k = [self.load(b_row, v * self.vector.count) for v in range(per_row)]
         updated = []
         for r in range(MR):
-            a_rk = self.broadcast(b.load(b.gep(a_column, [self.const(r)])))
+            a_rk = self.broadcast(b.load(b.gep(a_rows[r], [a_column])))
             updated.append([multiply_add(a_rk, b_k[v], carried[r][v]) for v in range(per_row)])
         k_next = b.add(k, self.const(1))
         b.cbranch(b.icmp_signed("<", k_next, depth), body, after)

@@ -76,6 +76,20 @@ def test_matmul_matches_numpy(
     np.testing.assert_array_equal(run(a, b, n, parallel, window), np.matmul(a, b))
 
 
+IN_PLACE = [(False, False), (True, False), (False, True), (True, True)]
+
+
+def run_kernel(
+    a: np.ndarray, b: np.ndarray, n: int, blocks: tuple[int, int], in_place: tuple[bool, bool]
+) -> np.ndarray:
+    """`fm._matmul`'s result with the given task split and operands read in place or packed."""
+    out = np.full((n, a.shape[1], b.shape[2]), np.nan, a.dtype)
+    cells = fm.workspace_cells(out.shape, a.shape, b.shape, a.itemsize)
+    workspace = np.full(cells, np.nan, a.dtype)
+    fm._matmul(*flat(out), *flat(a), *flat(b), workspace, *blocks, in_place)
+    return out
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("parallel", [True, False])
 def test_matmul_across_block_edges(dtype: Any, parallel: bool) -> None:
@@ -90,22 +104,66 @@ def test_matmul_across_block_edges(dtype: Any, parallel: bool) -> None:
         np.testing.assert_array_equal(run(a, b, 2, parallel, window), np.matmul(a, b))
 
 
-@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (64, 10), (64, 128), (784, 128), (5, 3000)])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("in_place", IN_PLACE)
+def test_operands_read_in_place_across_block_edges(
+    dtype: Any, in_place: tuple[bool, bool]
+) -> None:
+    # The same products with a, b or both read where they lie: several k blocks, and
+    # ragged last panels that start early (their first rows or columns computed twice,
+    # stored once). a is stored transposed in one batch layout, b row-major.
+    rng = np.random.default_rng(4)
+    nr = panel_width(np.dtype(dtype).itemsize)
+    i, k, j = 2 * MR + 5, 2 * fm.KC + 3, 3 * nr + 7
+    a = rng.integers(-3, 4, (2, i, k)).astype(dtype)
+    b = rng.integers(-3, 4, (1, k, j)).astype(dtype)
+    for a_stored in (a, transposed_storage(a)):
+        out = run_kernel(a_stored, b, 2, (2, 3), in_place)
+        np.testing.assert_array_equal(out, np.matmul(a, b))
+
+
+# (rows, cols, in_place): an operand is read in place only if out has a panel of it
+SPLIT_CASES = [
+    (rows, cols, place)
+    for rows, cols in [(1, 1), (64, 10), (64, 128), (784, 128), (5, 3000)]
+    for place in IN_PLACE
+    if not (place[0] and rows < MR) and not (place[1] and cols < panel_width(4))
+]
+
+
+@pytest.mark.parametrize(("rows", "cols", "in_place"), SPLIT_CASES)
 @pytest.mark.parametrize("row_blocks", [1, 2, 3])
 @pytest.mark.parametrize("col_blocks", [1, 2, 5])
 def test_every_task_split_covers_out_once(
-    rows: int, cols: int, row_blocks: int, col_blocks: int
+    rows: int, cols: int, in_place: tuple[bool, bool], row_blocks: int, col_blocks: int
 ) -> None:
-    # The kernel is given the split: any split into at most one block per panel is right.
+    # The kernel is given the split: any split into at most one block per panel is
+    # right, whichever operands are read in place.
     rng = np.random.default_rng(rows)
     a = rng.integers(-3, 4, (1, rows, 9)).astype(np.float32)
     b = rng.integers(-3, 4, (1, 9, cols)).astype(np.float32)
     row_blocks = min(row_blocks, -(-rows // MR))
     col_blocks = min(col_blocks, -(-cols // panel_width(4)))
-    out = np.full((1, rows, cols), np.nan, np.float32)
-    workspace = np.empty(fm.workspace_cells(out.shape, a.shape, b.shape, 4), np.float32)
-    fm._matmul(*flat(out), *flat(a), *flat(b), workspace, row_blocks, col_blocks)
-    np.testing.assert_array_equal(out, a @ b)
+    np.testing.assert_array_equal(run_kernel(a, b, 1, (row_blocks, col_blocks), in_place), a @ b)
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "depth", "b_rows", "itemsize", "expected"),
+    [
+        (64, 128, 256, True, 4, (True, True)),  # x @ w: both small
+        (64, 128, 784, False, 4, (True, False)),  # x @ w.T: b's columns are strided
+        (64, 10, 128, True, 4, (True, False)),  # 10 columns: narrower than a panel of b
+        (10, 128, 64, True, 4, (False, True)),  # 10 rows: fewer than a panel of a
+        (2048, 2048, 2048, True, 8, (False, False)),  # big: packed
+    ],
+)
+def test_in_place_reads_small_operands_whose_panels_fit(
+    rows: int, cols: int, depth: int, b_rows: bool, itemsize: int, expected: tuple[bool, bool]
+) -> None:
+    if MR > 12 or panel_width(itemsize) > 32:
+        pytest.skip("panel sizes of a CPU with wider vectors than AVX-512")
+    shapes = (np.array(shape) for shape in ((1, rows, cols), (1, rows, depth), (1, depth, cols)))
+    assert fm.in_place(*shapes, b_rows, itemsize) == expected
 
 
 def test_a_serial_launch_runs_on_the_calling_thread_and_restores_the_thread_count() -> None:
