@@ -179,8 +179,11 @@ def _matmul(
         n, block = task // (row_blocks * col_blocks), task % (row_blocks * col_blocks)
         a_first = (n if a_shape[0] > 1 else 0) * row_panels
         b_first = (n if b_shape[0] > 1 else 0) * col_panels
-        a_span = _split(block // col_blocks, row_blocks, row_panels, a_first)
-        b_span = _split(block % col_blocks, col_blocks, col_panels, b_first)
+        # Tasks go down a column block first: a thread's run of tasks (the pool splits
+        # the loop into one run each) then computes with the b panels it packed itself
+        # (x @ W1.T, 64 x 784 @ 784 x 128 float32: 76 -> 65 us).
+        a_span = _split(block % row_blocks, row_blocks, row_panels, a_first)
+        b_span = _split(block // row_blocks, col_blocks, col_panels, b_first)
         spans = (n, a_first, a_span, b_first, b_span)
         o_layout = (n * o_n, o_row, o_col)
         _multiply_block(workspace, a_source, b_source, out, o_layout, rows, cols, depth, spans)
