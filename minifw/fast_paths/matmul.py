@@ -179,11 +179,15 @@ def _matmul(
         n, block = task // (row_blocks * col_blocks), task % (row_blocks * col_blocks)
         a_first = (n if a_shape[0] > 1 else 0) * row_panels
         b_first = (n if b_shape[0] > 1 else 0) * col_panels
-        # Tasks go down a column block first: a thread's run of tasks (the pool splits
-        # the loop into one run each) then computes with the b panels it packed itself
-        # (x @ W1.T, 64 x 784 @ 784 x 128 float32: 76 -> 65 us).
-        a_span = _split(block % row_blocks, row_blocks, row_panels, a_first)
-        b_span = _split(block // row_blocks, col_blocks, col_panels, b_first)
+        # With a read in place, tasks go down a column block first: a thread's run of
+        # tasks (the pool splits the loop into one run each) then computes with the b
+        # panels it packed itself (x @ W1.T, 64 x 784 @ 784 x 128 float32: 76 -> 65 us).
+        # With both packed, along a row block (512 x 512 float64: 8% faster).
+        row_block, col_block = block // col_blocks, block % col_blocks
+        if in_place[0]:
+            row_block, col_block = block % row_blocks, block // row_blocks
+        a_span = _split(row_block, row_blocks, row_panels, a_first)
+        b_span = _split(col_block, col_blocks, col_panels, b_first)
         spans = (n, a_first, a_span, b_first, b_span)
         o_layout = (n * o_n, o_row, o_col)
         _multiply_block(workspace, a_source, b_source, out, o_layout, rows, cols, depth, spans)
