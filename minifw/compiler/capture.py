@@ -77,10 +77,12 @@ class Buffer:
 
 @dataclass(slots=True)
 class Step:
-    """One recorded launch: `kind` ("map", "map_into", "zip", "reduce", "matmul").
+    """One recorded launch: `kind` ("map", "map_into", "zip", "reduce", "matmul", "call").
 
     A "fill" step launches nothing: it makes its output buffer again, every cell the
     buffer's `fill` (or unset), for a buffer made without a launch and written in place.
+    A "call" step is a fused launch that can be replayed (the fused cross-entropy):
+    `call` is (its `replay`, run as replay(out, *inputs) on TensorData, name, fused_ops).
     """
 
     kind: str
@@ -89,6 +91,7 @@ class Step:
     backend: Any
     out: Ref
     inputs: tuple[Ref, ...]
+    call: tuple[Callable[..., None], str, tuple[int, ...]] | None = None
 
 
 @dataclass(slots=True)
@@ -230,7 +233,7 @@ class Recorder(hooks.Listener):
         if kind == "to_host":
             shape = launch.inputs[0].shape
             self.on_host_read(f"a copy to the host of a tensor of shape {shape}")
-        elif kind == "fused":
+        elif kind == "fused" and (launch.replay is None or len(launch.outs) != 1):
             self.problems.append("it launched a fused kernel while being captured")
         else:
             inputs = tuple(self.ref(d) for d in launch.inputs)
@@ -253,7 +256,11 @@ class Recorder(hooks.Listener):
                 # fusion and replay know, with the same result.
                 inputs = (self._zip_into_temp(launch, inputs),)
                 kind, op = "map_into", operators.ID
-            step = Step(kind, op, launch.dim, launch.backend, self.ref(out), inputs)
+            call = None
+            if kind == "fused":
+                assert launch.replay is not None
+                kind, call = "call", (launch.replay, launch.name, launch.fused_ops)
+            step = Step(kind, op, launch.dim, launch.backend, self.ref(out), inputs, call)
             self.steps.append(step)
             if self._backward_depth:
                 self.backward_ran = True

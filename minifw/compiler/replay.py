@@ -100,7 +100,7 @@ class _StepRun:
         self.step = step
         self.ops = step.backend.ops
         kernel = "map" if step.kind == "map_into" else step.kind
-        self.kernel = None if step.kind == "fill" else getattr(self.ops, kernel)
+        self.kernel = None if step.kind in ("fill", "call") else getattr(self.ops, kernel)
         self.fresh = step.kind != "map_into"
         out = graph.buffers[step.out.buf]
         self.size, self.dtype, self.fill = out.size, out.dtype, out.fill
@@ -129,6 +129,9 @@ class _StepRun:
                 bufs[step.out.buf] = self.start.copy()
             else:
                 bufs[step.out.buf] = self.ops.from_numpy(np.full(self.size, self.fill, self.dtype))
+        if step.call is not None:
+            self._call(bufs, observed, *step.call)
+            return
         if self.kernel is None:  # a "fill" step: the new buffer is all it makes
             return
         if observed:
@@ -143,6 +146,18 @@ class _StepRun:
             base = bufs[buf]
             args += (base[offset:] if offset else base, shape, strides)
         self.kernel(*args, *self.tail)
+
+    def _call(self, bufs: list[Any], observed: bool, replay: Any, name: str,
+              fused_ops: tuple[int, ...]) -> None:  # fmt: skip
+        """Run a "call" step: its fused kernel on this run's buffers."""
+        datas = [TensorData(bufs[r.buf], r.shape, r.strides, r.offset) for r in self.refs]
+        if not observed:
+            replay(*datas)
+            return
+        launch = Launch(self.step.backend, "fused", -1, (datas[0],), tuple(datas[1:]),
+                        name=name, fused_ops=fused_ops, runner=lambda: replay(*datas),
+                        replay=replay)  # fmt: skip
+        hooks.launch(launch)
 
 
 class _FusedRun:
@@ -253,6 +268,7 @@ class Plan:
             else:
                 s = item.step
                 name = "fill" if s.kind == "fill" else op_name(s.kind, s.op)
+                name = s.call[1] if s.call is not None else name
                 lines.append(f"  {name} -> {list(s.out.shape)}")
         return "\n".join(lines)
 

@@ -59,12 +59,16 @@ class Launch:
     `outs` are the TensorData the kernel writes (one, except for fused kernels),
     `inputs` those it reads; for a matmul they are the 3-D views the kernel gets.
     `backend` is the `TensorBackend` (typed Any: core does not import backends).
-    A fused launch (kind "fused", made by `mf.compile` and by the optimizers' update)
-    lists the op codes it evaluates per cell in `fused_ops` and runs through `runner`.
+    A fused launch (kind "fused", made by `mf.compile`, the optimizers' update and the
+    fused cross-entropy) lists the op codes it evaluates per cell in `fused_ops` and runs
+    through `runner`. One that has a `replay`, `replay(*outs, *inputs)` running the same
+    kernel on any buffers of the same layouts, is a step `mf.compile` can record.
     A "to_host" launch runs nothing: it reports values copied to the host.
     """
 
-    __slots__ = ("backend", "kind", "op", "outs", "inputs", "dim", "name", "fused_ops", "runner")
+    __slots__ = (
+        "backend", "kind", "op", "outs", "inputs", "dim", "name", "fused_ops", "runner", "replay"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -77,6 +81,7 @@ class Launch:
         name: str = "",
         fused_ops: tuple[int, ...] = (),
         runner: Callable[[], None] | None = None,
+        replay: Callable[..., None] | None = None,
     ) -> None:
         self.backend = backend
         self.kind = kind
@@ -87,6 +92,7 @@ class Launch:
         self.name = name or op_name(kind, op)
         self.fused_ops = fused_ops
         self.runner = runner
+        self.replay = replay
 
     def run(self) -> None:
         """Run the kernel (nothing for "to_host", which only reports a host read)."""

@@ -108,10 +108,10 @@ def compile_one(kind: str, op: int, parallel: bool, dtype: str) -> None:
         kernel = fused_update.sub_scaled if parallel else fused_update.sub_scaled_serial
         kernel(cells.copy(), cells, np.ones(1, dtype))
     elif kind == "cross_entropy":
-        labels, lse, losses = np.zeros(2, np.int64), np.empty(2, dtype), np.empty(2, dtype)
-        fused_loss.cross_entropy_forward(cells, 2, labels, -100, lse, losses)
+        labels, stats = np.zeros(2, np.int64), np.empty(6, dtype)
+        fused_loss.cross_entropy_forward(cells, 2, labels, 0, 1, -100, True, stats)
         grad = np.ones(1, dtype)
-        fused_loss.cross_entropy_backward(cells, 2, labels, -100, lse, grad, 0, 0, 1.0,
+        fused_loss.cross_entropy_backward(cells, 2, labels, 0, 1, -100, stats, grad, 0, 0,
                                           cells.copy())  # fmt: skip
     elif kind == "adam_step":
         kernel = fused_update.adam_step if parallel else fused_update.adam_step_serial

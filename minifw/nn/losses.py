@@ -112,17 +112,29 @@ def _class_indices(
     return values
 
 
+def _check_classes(input: Tensor, target: Tensor, ignore_index: int) -> None:  # noqa: A002
+    """Raise unless `target` holds class indices of `input`; a capture's replay checks too.
+
+    While `mf.compile` captures, the check goes through `hooks.check`: the recorder
+    makes it now and the replay repeats it on its own targets (no host read recorded).
+    """
+    _check_target_shape(input, target)
+    if not hooks.recording():
+        _class_indices(input, target, ignore_index)
+        return
+    hooks.check(
+        target._data, target.backend,
+        lambda values: _check_class_values(values, input, target, ignore_index),
+    )  # fmt: skip
+
+
 def _picked_on_device(input: Tensor, target: Tensor, ignore_index: int) -> Tensor:  # noqa: A002
     """The bool mask of the cells nll_loss picks, computed by kernels where `target` lies.
 
     What `mf.compile` captures (no host read): the targets' values are only checked on
     the host (`hooks.check`), and a replay repeats that check on its own targets.
     """
-    _check_target_shape(input, target)
-    hooks.check(
-        target._data, target.backend,
-        lambda values: _check_class_values(values, input, target, ignore_index),
-    )  # fmt: skip
+    _check_classes(input, target, ignore_index)
     cls = 1 if input.dim() > 1 else 0
     shape = [1] * input.dim()
     shape[cls] = input.shape[cls]
@@ -167,11 +179,12 @@ class MaskedSum(Function):
 
 
 class SoftmaxCrossEntropy(Function):
-    """cross_entropy of (N, C) logits and class indices in one kernel each way.
+    """cross_entropy of (N, C) logits and int64 class indices in one kernel each way.
 
     `fast_paths/fused_loss.py` holds the kernels; `cross_entropy` picks this on the fast
     CPU backend for small contiguous float batches without class weights or label
-    smoothing, outside a capture (`mf.compile` records the composed launches).
+    smoothing. Both kernels read and write tensor storage only (the labels stay where
+    they are), so `mf.compile` records each as one step and replays it.
     """
 
     node_name = "NllLoss"
@@ -179,72 +192,89 @@ class SoftmaxCrossEntropy(Function):
 
     @staticmethod
     def forward(  # type: ignore[override]
-        ctx: FunctionCtx, x: Tensor, labels: np.ndarray, ignore_index: int, reduction: str
+        ctx: FunctionCtx, x: Tensor, labels: Tensor, ignore_index: int, reduction: str
     ) -> Tensor:
         """The losses per row ("none"), their sum, or their mean over the rows not ignored."""
-        assert _fused_loss is not None
         rows, cols = x.shape
-        kept = int(np.count_nonzero(labels != ignore_index))
-        lse, losses = np.empty(rows, x.dtype.numpy), np.empty(rows, x.dtype.numpy)
-        flat = x._data.storage[: rows * cols]
-        totals: list[float] = []
-
-        def run() -> None:
-            assert _fused_loss is not None
-            totals.append(
-                _fused_loss.cross_entropy_forward(flat, cols, labels, ignore_index, lse, losses)
-            )
-
-        _launch(x, (lse, losses), run, "fused[cross_entropy]")
+        stats = TensorData(np.empty(2 * rows + 2, x.dtype.numpy), (2 * rows + 2,))
+        _launch(
+            x, "fused[cross_entropy]", (stats,), (x._data, labels._data),
+            _cross_entropy_forward(cols, ignore_index, reduction == "mean"),
+        )  # fmt: skip
         ctx.save_for_backward(x)
-        ctx.labels, ctx.ignore_index, ctx.lse = labels, ignore_index, lse
-        ctx.scale = 1.0 / kept if reduction == "mean" else 1.0
+        ctx.labels, ctx.ignore_index = labels, ignore_index
+        ctx.stats = x._new(stats)
         if reduction == "none":
-            return x._new(x.backend.from_numpy(losses, share=True))
-        return x._scalar_like(totals[0] * ctx.scale)
+            return x._new(TensorData(stats.base, (rows,), (1,), rows))
+        return x._new(TensorData(stats.base, (), (), 2 * rows))
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
         """(softmax(x) - one_hot(labels)) times the incoming gradient of each row."""
-        assert _fused_loss is not None
         (x,) = ctx.saved_tensors
         rows, cols = x.shape
-        g = grad._data
-        g_step = g.strides[0] if g.shape else 0
-        out = np.empty(rows * cols, x.dtype.numpy)
-        flat = x._data.storage[: rows * cols]
-
-        def run() -> None:
-            assert _fused_loss is not None
-            _fused_loss.cross_entropy_backward(
-                flat, cols, ctx.labels, ctx.ignore_index, ctx.lse,
-                g.base, g.offset, g_step, ctx.scale, out,
-            )  # fmt: skip
-
-        _launch(x, (out,), run, "fused[cross_entropy_backward]")
-        return x._new(x.backend.from_numpy(out.reshape(rows, cols), share=True)), None, None, None
+        out = TensorData(np.empty(rows * cols, x.dtype.numpy), (rows, cols))
+        inputs = (x._data, ctx.labels._data, ctx.stats._data, grad._data)
+        _launch(
+            x, "fused[cross_entropy_backward]", (out,), inputs,
+            _cross_entropy_backward(cols, ctx.ignore_index),
+        )  # fmt: skip
+        return x._new(out), None, None, None
 
     @staticmethod
     def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
         """The same gradient from differentiable ops (create_graph)."""
         (x,) = ctx.graph_inputs[:1]
         rows, cols = x.shape
-        picked = ctx.labels[:, None] == np.arange(cols)
-        kept = (ctx.labels != ctx.ignore_index)[:, None]
-        one_hot = tensor(picked & kept, dtype=x.dtype, backend=x.backend)
-        rows_kept = tensor(kept * ctx.scale, dtype=x.dtype, backend=x.backend)
+        classes = arange(cols, dtype=ctx.labels.dtype, device=x.device)
+        kept = (ctx.labels != ctx.ignore_index).unsqueeze(1)
+        one_hot = ((ctx.labels.unsqueeze(1) == classes) & kept).to(x.dtype)
+        scale = ctx.stats.detach()[2 * rows + 1]
         g = grad.reshape(rows, 1) if grad.dim() else grad
-        return (softmax(x, 1) * rows_kept - one_hot * ctx.scale) * g, None, None, None
+        return (softmax(x, 1) * kept.to(x.dtype) - one_hot) * scale * g, None, None, None
 
 
-def _launch(x: Tensor, outs: tuple[np.ndarray, ...], run: Any, name: str) -> None:
-    """Run a fused loss kernel; where a tool listens, as a launch it hears."""
+def _cross_entropy_forward(cols: int, ignore: int, mean: bool) -> Any:
+    """The forward kernel as a function of (stats, x, labels) TensorData (a replay's too)."""
+
+    def run(stats: TensorData, x: TensorData, labels: TensorData) -> None:
+        assert _fused_loss is not None
+        _fused_loss.cross_entropy_forward(
+            x.storage, cols, labels.base, labels.offset, labels.strides[0], ignore, mean,
+            stats.storage,
+        )  # fmt: skip
+
+    return run
+
+
+def _cross_entropy_backward(cols: int, ignore: int) -> Any:
+    """The backward kernel as a function of (grad, x, labels, stats, g) TensorData."""
+
+    def run(
+        out: TensorData, x: TensorData, labels: TensorData, stats: TensorData, g: TensorData
+    ) -> None:
+        assert _fused_loss is not None
+        _fused_loss.cross_entropy_backward(
+            x.storage, cols, labels.base, labels.offset, labels.strides[0], ignore,
+            stats.storage, g.base, g.offset, g.strides[0] if g.shape else 0, out.storage,
+        )  # fmt: skip
+
+    return run
+
+
+def _launch(
+    x: Tensor, name: str, outs: tuple[TensorData, ...], inputs: tuple[TensorData, ...],
+    kernel: Any,
+) -> None:  # fmt: skip
+    """Run `kernel(*outs, *inputs)`; where a tool listens, as a fused launch it hears.
+
+    A capture records it as one step: the replay calls `kernel` on its own buffers.
+    """
     if not anyone_listening[0]:
-        run()
+        kernel(*outs, *inputs)
         return
-    written = tuple(TensorData(out, out.shape) for out in outs)
-    launch = Launch(x.backend, "fused", -1, written, (x._data,), name=name,
-                    fused_ops=(ops.EXP,), runner=run)  # fmt: skip
+    launch = Launch(x.backend, "fused", -1, outs, inputs, name=name, fused_ops=(ops.EXP,),
+                    runner=lambda: kernel(*outs, *inputs), replay=kernel)  # fmt: skip
     hooks.launch(launch)
 
 
@@ -261,11 +291,11 @@ def _fused_cross_entropy_fits(
         and not label_smoothing
         and input.dim() == 2
         and input.dtype.is_floating_point
-        and not target.dtype.is_floating_point
+        and target.dtype.numpy == np.int64
         and input.backend.name == "fast"
+        and target.backend is input.backend
         and 0 < input._data.size < PARALLEL_FROM
         and input._data.is_contiguous()
-        and not hooks.recording()
     )
 
 
@@ -360,9 +390,8 @@ def cross_entropy(
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if _fused_cross_entropy_fits(input, target, weight, label_smoothing):
-        values = np.ascontiguousarray(_class_indices(input, target, ignore_index), np.int64)
-        if reduction != "mean" or np.any(values != ignore_index):
-            return SoftmaxCrossEntropy.apply(input, values, ignore_index, reduction)
+        _check_classes(input, target, ignore_index)
+        return SoftmaxCrossEntropy.apply(input, target, ignore_index, reduction)
     cls = 1 if input.dim() > 1 else 0
     logp = log_softmax(input, cls)
     shape = [1] * input.dim()

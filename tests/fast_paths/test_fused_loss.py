@@ -76,10 +76,15 @@ def test_large_or_weighted_inputs_take_the_composed_ops() -> None:
         assert not any("cross_entropy" in event.name for event in prof.events)
 
 
-def test_a_mean_over_ignored_targets_only_stays_nan() -> None:
+def test_a_mean_over_ignored_targets_only_is_nan_with_zero_gradients() -> None:
+    # As PyTorch: nan for the mean of no losses, and no gradient from the ignored rows.
     x = mf.tensor(rng.standard_normal((3, 4)), requires_grad=True)
-    loss = F.cross_entropy(x, mf.tensor([-100, -100, -100]))
+    with profile() as prof:
+        loss = F.cross_entropy(x, mf.tensor([-100, -100, -100]))
+        loss.backward()
     assert np.isnan(loss.item())
+    assert x.grad is not None and not x.grad.numpy().any()
+    assert "fused[cross_entropy_backward]" in [event.name for event in prof.events]
 
 
 def test_bad_labels_raise_before_any_kernel() -> None:
