@@ -15,9 +15,11 @@ MINIFW_FOLLOW_LOAD=0 turns this off (every thread, always).
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numba
@@ -135,3 +137,22 @@ def parallel_threads() -> int:
         numba.set_num_threads(threads)
         _chosen.threads = threads
     return threads
+
+
+@functools.cache
+def thread_count_functions() -> tuple[Callable[[int], None], Callable[[], int]]:
+    """(set, get) of this thread's Numba thread count, the fastest ones Numba has.
+
+    Numba's public `set_num_threads` / `get_num_threads` check their argument and that
+    the pool is up on every call (a set-and-back pair costs 1.6 us, a small product
+    needs one); they end in setters Numba binds when it starts its pool, which cost
+    0.4 us a pair. Those are used where this Numba has them.
+    """
+    numba.get_num_threads()  # starts the pool once, which binds the functions below
+    from numba.np.ufunc import parallel
+
+    setter = getattr(parallel, "_set_num_threads", None)
+    getter = getattr(parallel, "_get_num_threads", None)
+    if setter is None or getter is None:
+        return numba.set_num_threads, numba.get_num_threads
+    return setter, getter

@@ -89,3 +89,18 @@ def test_this_machine_reads_a_sane_load() -> None:
         pytest.skip("no /proc here: the gauge keeps every thread")
     assert busy >= mine >= 0
     np.testing.assert_array_less(0, _threads.parallel_threads())
+
+
+def test_the_fast_thread_count_functions_are_numbas_own() -> None:
+    # What the matmul uses to run a small product on one thread: setting through one
+    # is what Numba's public functions see, and back.
+    import numba
+
+    set_threads, get_threads = _threads.thread_count_functions()
+    before = numba.get_num_threads()
+    try:
+        set_threads(1)
+        assert numba.get_num_threads() == get_threads() == 1
+    finally:
+        set_threads(before)
+    assert numba.get_num_threads() == get_threads() == before

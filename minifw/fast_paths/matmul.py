@@ -28,11 +28,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 from numba import prange
 
 from minifw._jit import njit
+from minifw._threads import thread_count_functions
 from minifw.core.tensor_data import Index
 from minifw.fast_paths.micro_kernel import (
     MR,
@@ -413,7 +413,8 @@ def matmul(
     Needs k >= 1 (the launcher fills out with zeros for k = 0). `parallel` False runs
     the kernel on the calling thread alone.
     """
-    threads = numba.get_num_threads()
+    set_threads, get_threads = thread_count_functions()
+    threads = get_threads()
     cells, row_blocks, col_blocks, place = _plan(
         out_shape, a_shape, b_shape, int(b_strides[2]) == 1, out.itemsize,
         threads if parallel else 1,
@@ -422,13 +423,13 @@ def matmul(
     if not parallel:
         # The same kernel on this thread alone (a few microseconds more than a serial
         # twin, which would cost seconds of compiling on a program's first run).
-        numba.set_num_threads(1)
+        set_threads(1)
     try:
         _matmul(out, out_shape, out_strides, a, a_shape, a_strides, b, b_shape, b_strides,
                 workspace, row_blocks, col_blocks, place)  # fmt: skip
     finally:
         if not parallel:
-            numba.set_num_threads(threads)
+            set_threads(threads)
 
 
 __all__ = ["matmul", "work", "workspace_cells"]
