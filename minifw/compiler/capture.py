@@ -134,10 +134,14 @@ class Graph:
 
 def host_values(backend: Any, data: TensorData) -> np.ndarray:
     """The cells of `data` as a host array, read without telling any listener (a check)."""
-    host = np.asarray(backend.ops.to_numpy(data.storage))
+    host = np.asarray(backend.ops.to_numpy(data.storage))  # from the view's first cell on
+    if data.dense:  # row-major: a plain slice (a tenth of as_strided's cost)
+        view = host[: data.size].reshape(data.shape)
+        view.flags.writeable = False
+        return view
     size = host.itemsize
     return np.lib.stride_tricks.as_strided(
-        host[data.offset :], data.shape, [s * size for s in data.strides], writeable=False
+        host, data.shape, [s * size for s in data.strides], writeable=False
     )
 
 

@@ -319,7 +319,9 @@ class Plan:
             versions[n][0] += 1
         for leaf, (_, grad) in zip(leaves, graph.grads, strict=True):
             if grad is not None:
-                leaf.grad = rebuild.tensor(grad, leaf.backend)
+                # The capture checked this gradient against its leaf, and the guards above
+                # refuse a leaf whose layout or dtype changed: no check per call.
+                leaf._grad = rebuild.tensor(grad, leaf.backend)
         return rebuild.result()
 
 

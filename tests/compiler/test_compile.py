@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import minifw as mf
 from minifw.backends import cuda_available
+from minifw.compiler.capture import host_values
 from minifw.compiler.compile import CompiledFunction, CompileWarning
 from minifw.compiler.compile import compile as mf_compile
 from minifw.core import hooks
@@ -558,6 +559,26 @@ def test_a_captured_cross_entropy_keeps_what_a_later_backward_needs():
         assert grads[0][0] == grads[1][0]
         np.testing.assert_array_equal(grads[0][1], grads[1][1])
     assert compiled.stats["replays"] == 2 and compiled.stats["fallbacks"] == 0
+
+
+def test_host_values_reads_the_cells_of_any_view():
+    # What a replay's checks read: views with an offset, strided or transposed.
+    base = mf.tensor(np.arange(12))
+    for view in (base[1:], base[1::2], base[3::3], base[2:8].view(2, 3).T):
+        values = host_values(view.backend, view._data)
+        np.testing.assert_array_equal(values, view.numpy())
+        assert not values.flags.writeable
+
+
+def test_a_replay_checks_strided_labels_it_is_given():
+    _, step = _classifier_step(5, "mean", "cross_entropy")
+    compiled = mf_compile(step)
+    x = mf.tensor(np.random.default_rng(5).random((3, 6)))
+    for _ in range(2):  # a capture, then a replay, on every other label of a longer tensor
+        compiled(x, mf.tensor([9, 0, 9, 1, 9, 2])[1::2])
+    assert compiled.stats["replays"] == 1
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        compiled(x, mf.tensor([0, 1, 2, 7, 3, 0])[1::2])
 
 
 def test_a_replay_checks_its_labels_as_eager_code_does():
