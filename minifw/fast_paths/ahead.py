@@ -104,6 +104,11 @@ def compile_one(kind: str, op: int, parallel: bool, dtype: str) -> None:
         shape3, strides3 = np.array([1, 2, 2]), np.array([4, 2, 1])
         square = (shape3, strides3)
         matmul.matmul(cells.copy(), *square, cells, *square, cells, *square, parallel)
+        deep = np.ones(matmul.DOT_DEPTH, dtype)  # a narrow serial product: `_dots`
+        row, column = np.array([1, 1, deep.size]), np.array([1, deep.size, 1])
+        layout = (np.array([deep.size, deep.size, 1]), np.array([deep.size, 1, 1]))
+        matmul.matmul(np.zeros(1, dtype), np.array([1, 1, 1]), np.array([1, 1, 1]),
+                      deep, row, layout[0], deep, column, layout[1], False)  # fmt: skip
     elif kind == "sub_scaled":
         kernel = fused_update.sub_scaled if parallel else fused_update.sub_scaled_serial
         kernel(cells.copy(), cells, np.ones(1, dtype))

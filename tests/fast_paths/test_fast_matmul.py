@@ -179,6 +179,32 @@ def test_a_serial_launch_runs_on_the_calling_thread_and_restores_the_thread_coun
     assert numba.get_num_threads() == before
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batches", [(1, 1), (3, 3), (1, 3), (3, 1)])
+def test_narrow_serial_products_take_dot_products(dtype: Any, batches: tuple[int, int]) -> None:
+    # a row-major and b stored transposed: both contiguous along k, as `_dots` needs;
+    # few rows, or few columns, and k from DOT_DEPTH up. Results written into a
+    # strided window too; broadcast batches either way.
+    rng = np.random.default_rng(6)
+    nr, n = panel_width(np.dtype(dtype).itemsize), max(batches)
+    for i, k, j in ((MR - 1, fm.DOT_DEPTH, 40), (50, fm.DOT_DEPTH + 7, nr - 1), (1, 100, 1)):
+        a = rng.integers(-5, 6, (batches[0], i, k)).astype(dtype)
+        b = transposed_storage(rng.integers(-5, 6, (batches[1], k, j)).astype(dtype))
+        assert fm._dots_pay(np.array((n, i, j)), flat(a)[2], flat(b)[2], k, a.itemsize)
+        for window in (False, True):
+            np.testing.assert_array_equal(run(a, b, n, False, window), np.matmul(a, b))
+
+
+def test_dot_products_only_for_narrow_deep_products_contiguous_along_k() -> None:
+    wide, narrow = np.array((1, 64, 128)), np.array((1, 64, 10))
+    along_k_a, along_k_b = np.array((0, 128, 1)), np.array((0, 1, 128))
+    assert fm._dots_pay(narrow, along_k_a, along_k_b, 128, 4)
+    assert not fm._dots_pay(wide, along_k_a, along_k_b, 128, 4)  # whole panels
+    assert not fm._dots_pay(narrow, along_k_a, along_k_b, 16, 4)  # too shallow
+    assert not fm._dots_pay(narrow, np.array((0, 1, 64)), along_k_b, 128, 4)  # a.T
+    assert not fm._dots_pay(narrow, along_k_a, np.array((0, 10, 1)), 128, 4)  # b row-major
+
+
 @pytest.mark.parametrize(("shape", "threads"), [((1, 64, 128), 2), ((1, 64, 10), 2),
                                                  ((1, 2048, 2048), 2), ((8, 256, 256), 4),
                                                  ((1, 1, 1), 2)])  # fmt: skip
