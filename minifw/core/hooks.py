@@ -235,6 +235,23 @@ def launch(seen: Launch) -> None:
     _proceed(stack, len(stack) - 1, seen)
 
 
+def launch_fused(
+    backend: Any, name: str, outs: tuple[TensorData, ...], inputs: tuple[TensorData, ...],
+    kernel: Callable[..., None], fused_ops: tuple[int, ...],
+) -> None:  # fmt: skip
+    """Run `kernel(*outs, *inputs)` (a fast path's one-loop kernel) as a fused launch.
+
+    Where no tool listens it just runs. A listener hears a "fused" launch named `name`
+    whose `replay` is `kernel`: `mf.compile` records it as one step.
+    """
+    if not anyone_listening[0]:
+        kernel(*outs, *inputs)
+        return
+    seen = Launch(backend, "fused", -1, outs, inputs, name=name, fused_ops=fused_ops,
+                  runner=lambda: kernel(*outs, *inputs), replay=kernel)  # fmt: skip
+    launch(seen)
+
+
 def _proceed(stack: tuple[Listener, ...], level: int, seen: Launch) -> None:
     if level < 0:
         seen.run()
@@ -314,7 +331,7 @@ def state(tensors: list[Any]) -> None:
 
 __all__ = [
     "KINDS", "Launch", "Listener", "Proceed", "add_listener", "anyone_listening", "check",
-    "fresh", "grads_cleared",
-    "guard", "host_read", "launch", "leaf_grad", "listen", "listening", "op_name", "recording",
-    "remove_listener", "run_backward", "run_function", "state", "unreplayable",
+    "fresh", "grads_cleared", "guard", "host_read", "launch", "launch_fused", "leaf_grad",
+    "listen", "listening", "op_name", "recording", "remove_listener", "run_backward",
+    "run_function", "state", "unreplayable",
 ]  # fmt: skip

@@ -11,6 +11,8 @@ What lives where:
 - `fused_update.py`: the SGD update `p -= g * lr` and one Adam step, one kernel each.
 - `fused_loss.py`: softmax cross-entropy over class indices, one kernel each way
   (`nn/losses.py` calls it for small batches).
+- `fused_fold.py`: the fold (col2im) of a 2-D unfold's backward in one kernel
+  (`nn/conv.py` calls it for small folds whose windows overlap).
 - `ahead.py`: on a process's first kernel compile, a helper process that compiles the
   kernels training programs launch first into the disk cache, on another core.
 - `__main__.py`: `python -m minifw.fast_paths` prints every generated source.

@@ -32,7 +32,7 @@ from numba.core import event
 
 from minifw._threads import gauge
 from minifw.core import operators as ops
-from minifw.fast_paths import fused_loss, fused_update, line_loops, matmul
+from minifw.fast_paths import fused_fold, fused_loss, fused_update, line_loops, matmul
 
 # (kind, op code, parallel): the kernels both the MLP step of bench/ and the digits net
 # of project/run_digits.py launch, in the order the MLP first launches them (a serial
@@ -52,6 +52,7 @@ COMMON: tuple[tuple[str, int, bool], ...] = (
 EXTRA: tuple[tuple[str, int, bool], ...] = (
     ("sub_scaled", 0, False),
     ("sub_scaled", 0, True),
+    ("fold", 0, False),
     ("map", ops.ID, False),
     ("reduce_across", ops.MAX, False),
     ("zip", ops.EQ, False),
@@ -118,6 +119,9 @@ def compile_one(kind: str, op: int, parallel: bool, dtype: str) -> None:
         grad = np.ones(1, dtype)
         fused_loss.cross_entropy_backward(cells, 2, labels, 0, 1, -100, stats, grad, 0, 0,
                                           cells.copy())  # fmt: skip
+    elif kind == "fold":  # a 2x2 input, a 2x2 kernel of stride 1 and no padding
+        sizes = np.array([1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0])
+        fused_fold.fold2d(cells, np.array([4, 4, 2, 1, 1, 1]), cells.copy(), sizes)
     elif kind == "adam_step":
         kernel = fused_update.adam_step if parallel else fused_update.adam_step_serial
         kernel(cells.copy(), cells, cells.copy(), cells.copy(), np.ones(6, dtype))

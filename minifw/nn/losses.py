@@ -21,7 +21,6 @@ import numpy as np
 from minifw._jit import PARALLEL_FROM
 from minifw.core import hooks
 from minifw.core import operators as ops
-from minifw.core.hooks import Launch, anyone_listening
 from minifw.core.tensor_data import TensorData
 from minifw.nn.activation import log_softmax, logsigmoid, softmax
 from minifw.nn.module import Module
@@ -197,9 +196,9 @@ class SoftmaxCrossEntropy(Function):
         """The losses per row ("none"), their sum, or their mean over the rows not ignored."""
         rows, cols = x.shape
         stats = TensorData(np.empty(2 * rows + 2, x.dtype.numpy), (2 * rows + 2,))
-        _launch(
-            x, "fused[cross_entropy]", (stats,), (x._data, labels._data),
-            _cross_entropy_forward(cols, ignore_index, reduction == "mean"),
+        hooks.launch_fused(
+            x.backend, "fused[cross_entropy]", (stats,), (x._data, labels._data),
+            _cross_entropy_forward(cols, ignore_index, reduction == "mean"), (ops.EXP,),
         )  # fmt: skip
         ctx.save_for_backward(x)
         ctx.labels, ctx.ignore_index = labels, ignore_index
@@ -215,9 +214,9 @@ class SoftmaxCrossEntropy(Function):
         rows, cols = x.shape
         out = TensorData(np.empty(rows * cols, x.dtype.numpy), (rows, cols))
         inputs = (x._data, ctx.labels._data, ctx.stats._data, grad._data)
-        _launch(
-            x, "fused[cross_entropy_backward]", (out,), inputs,
-            _cross_entropy_backward(cols, ctx.ignore_index),
+        hooks.launch_fused(
+            x.backend, "fused[cross_entropy_backward]", (out,), inputs,
+            _cross_entropy_backward(cols, ctx.ignore_index), (ops.EXP,),
         )  # fmt: skip
         return x._new(out), None, None, None
 
@@ -260,22 +259,6 @@ def _cross_entropy_backward(cols: int, ignore: int) -> Any:
         )  # fmt: skip
 
     return run
-
-
-def _launch(
-    x: Tensor, name: str, outs: tuple[TensorData, ...], inputs: tuple[TensorData, ...],
-    kernel: Any,
-) -> None:  # fmt: skip
-    """Run `kernel(*outs, *inputs)`; where a tool listens, as a fused launch it hears.
-
-    A capture records it as one step: the replay calls `kernel` on its own buffers.
-    """
-    if not anyone_listening[0]:
-        kernel(*outs, *inputs)
-        return
-    launch = Launch(x.backend, "fused", -1, outs, inputs, name=name, fused_ops=(ops.EXP,),
-                    runner=lambda: kernel(*outs, *inputs), replay=kernel)  # fmt: skip
-    hooks.launch(launch)
 
 
 def _fused_cross_entropy_fits(
