@@ -13,6 +13,8 @@ What lives where:
   (`nn/losses.py` calls it for small batches).
 - `fused_fold.py`: the fold (col2im) of a 2-D unfold's backward in one kernel
   (`nn/conv.py` calls it for small folds whose windows overlap).
+- `fused_pool.py`: 2-D max pooling over windows that do not overlap, one kernel each
+  way (`nn/pooling.py` calls it).
 - `ahead.py`: on a process's first kernel compile, a helper process that compiles the
   kernels training programs launch first into the disk cache, on another core.
 - `__main__.py`: `python -m minifw.fast_paths` prints every generated source.

@@ -32,7 +32,14 @@ from numba.core import event
 
 from minifw._threads import gauge
 from minifw.core import operators as ops
-from minifw.fast_paths import fused_fold, fused_loss, fused_update, line_loops, matmul
+from minifw.fast_paths import (
+    fused_fold,
+    fused_loss,
+    fused_pool,
+    fused_update,
+    line_loops,
+    matmul,
+)
 
 # (kind, op code, parallel): the kernels both the MLP step of bench/ and the digits net
 # of project/run_digits.py launch, in the order the MLP first launches them (a serial
@@ -53,6 +60,7 @@ EXTRA: tuple[tuple[str, int, bool], ...] = (
     ("sub_scaled", 0, False),
     ("sub_scaled", 0, True),
     ("fold", 0, False),
+    ("max_pool2d", 0, False),
     ("map", ops.ID, False),
     ("reduce_across", ops.MAX, False),
     ("zip", ops.EQ, False),
@@ -122,6 +130,11 @@ def compile_one(kind: str, op: int, parallel: bool, dtype: str) -> None:
     elif kind == "fold":  # a 2x2 input, a 2x2 kernel of stride 1 and no padding
         sizes = np.array([1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0])
         fused_fold.fold2d(cells, np.array([4, 4, 2, 1, 1, 1]), cells.copy(), sizes)
+    elif kind == "max_pool2d":  # a 2x2 input, one 2x2 window
+        sizes, stats = np.array([1, 1, 2, 2, 2, 2, 1, 1, 2, 2]), np.empty(2, dtype)
+        fused_pool.max_pool2d_forward(cells, np.array([4, 4, 2, 1]), sizes, stats)
+        grad = np.ones(1, dtype)
+        fused_pool.max_pool2d_backward(grad, np.array([1, 1, 1, 1]), stats, sizes, cells.copy())
     elif kind == "adam_step":
         kernel = fused_update.adam_step if parallel else fused_update.adam_step_serial
         kernel(cells.copy(), cells, cells.copy(), cells.copy(), np.ones(6, dtype))

@@ -19,10 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from minifw.core import hooks
+from minifw.core import operators as ops
+from minifw.core.tensor_data import TensorData
 from minifw.nn import conv
 from minifw.nn.conv import IntOrTuple, _tuple, unfold
 from minifw.nn.padding import along, pad
-from minifw.tensor.creation import cat
+from minifw.tensor.creation import arange, cat
+from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.higher_order import LinearBackward
 from minifw.tensor.tensor import Tensor
 
 _NAMES = {1: "1d", 2: "2d"}
@@ -138,12 +143,110 @@ def max_pool(
     if return_indices:
         raise NotImplementedError(f"{name}: return_indices=True (for MaxUnpool) is not supported")
     if nd == 2 and _plain(kernel_size, stride, dilation, ceil_mode):
+        fused = _fused_max_pool_args(input, kernel_size, stride, padding)
+        if fused is not None:
+            return FusedMaxPool2d.apply(input, *fused)  # type: ignore[no-any-return]
         return conv.max_pool2d(input, kernel_size, stride, padding)
     x, batched = _batched(name, input, nd)
     windows = _Windows(name, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     cols = _flat_kernel(windows.of(x, -math.inf), nd)
     out: Tensor = cols.max(2).values if cols.requires_grad else cols.amax(2)  # as max_pool2d
     return out if batched else out.squeeze(0)
+
+
+# 2-D max pooling in one kernel each way (fast_paths/fused_pool.py), an expert fast path:
+# student repositories have no minifw/fast_paths/, and there conv.max_pool2d runs.
+try:
+    from minifw.fast_paths import fused_pool as _fused_pool
+except ImportError:  # pragma: no cover - only in student repositories
+    _fused_pool = None  # type: ignore[assignment]
+
+FUSED_POOL_CELLS = 1 << 19  # a serial scan of this many cells beats five parallel launches
+
+
+def _fused_max_pool_args(
+    x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None, padding: IntOrTuple
+) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """(kernel, stride) when `FusedMaxPool2d` computes this max_pool2d, else None.
+
+    That is a batched float input on the fast backend, windows that do not overlap and
+    no padding (the task's path raises for bad arguments).
+    """
+    if _fused_pool is None or x.dim() != 4 or x.backend.name != "fast":
+        return None
+    if not x.dtype.is_floating_point or not 0 < x._data.size <= FUSED_POOL_CELLS:
+        return None
+    kernel = _tuple(kernel_size, 2, "kernel_size")
+    strides = kernel if stride is None else _tuple(stride, 2, "stride")
+    if any(_tuple(padding, 2, "padding")) or any(
+        s < k for s, k in zip(strides, kernel, strict=True)
+    ):
+        return None
+    if any(k < 1 or k > size for k, size in zip(kernel, x.shape[2:], strict=True)):
+        return None
+    return kernel, strides  # type: ignore[return-value]
+
+
+class FusedMaxPool2d(Function):
+    """max_pool2d over windows that neither overlap nor cross padding, one kernel each way.
+
+    The forward writes [values | each window's max position] in one array (`stats`),
+    which the backward reads; both are fused launches `mf.compile` records as steps.
+    """
+
+    node_name = "MaxPool2DWithIndices"
+    fresh_grads = True
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: FunctionCtx, x: Tensor, kernel: tuple[int, int], stride: tuple[int, int]
+    ) -> Tensor:
+        """The max of each window, (N, C, OH, OW)."""
+        n, c, h, w = x.shape
+        oh, ow = (h - kernel[0]) // stride[0] + 1, (w - kernel[1]) // stride[1] + 1
+        sizes = np.array([n, c, h, w, *kernel, oh, ow, *stride], np.int64)
+        windows = n * c * oh * ow
+        stats = TensorData(np.empty(2 * windows, x.dtype.numpy), (2 * windows,))
+
+        def run(stats: TensorData, x: TensorData) -> None:
+            assert _fused_pool is not None
+            _fused_pool.max_pool2d_forward(x.storage, x._strides, sizes, stats.storage)
+
+        hooks.launch_fused(x.backend, "fused[max_pool2d]", (stats,), (x._data,), run, (ops.MAX,))
+        ctx.stats, ctx.sizes, ctx.shape = x._new(stats), sizes, x.shape
+        ctx.kernel, ctx.stride = kernel, stride
+        return x._new(TensorData(stats.base, (n, c, oh, ow)))
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
+        """Each window's gradient at its max's cell, zeros elsewhere."""
+        sizes = ctx.sizes
+        out = TensorData(np.empty(math.prod(ctx.shape), grad.dtype.numpy), ctx.shape)
+
+        def run(out: TensorData, g: TensorData, stats: TensorData) -> None:
+            assert _fused_pool is not None
+            _fused_pool.max_pool2d_backward(g.storage, g._strides, stats.storage, sizes,
+                                            out.storage)  # fmt: skip
+
+        inputs = (grad._data, ctx.stats._data)
+        hooks.launch_fused(grad.backend, "fused[max_pool2d_backward]", (out,), inputs, run, ())
+        return grad._new(out), None, None
+
+    @staticmethod
+    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
+        """The backward as a node (create_graph): its own backward picks each max again."""
+        n, c, oh, ow = grad.shape
+        cells = ctx.kernel[0] * ctx.kernel[1]
+        where = ctx.stats.detach()[n * c * oh * ow :].view(n, c, 1, oh, ow)
+        picked = (where == arange(cells, dtype=where.dtype).view(1, 1, cells, 1, 1)).to(grad.dtype)
+
+        def again(g: Tensor) -> Tensor:
+            windows = unfold(g, ctx.kernel, ctx.stride, (0, 0)).reshape(n, c, cells, oh, ow)
+            gathered: Tensor = (windows * picked).sum(2)
+            return gathered
+
+        out: Tensor = LinearBackward.apply(grad, FusedMaxPool2d.backward, ctx, again)
+        return out, None, None
 
 
 def avg_pool(

@@ -44,7 +44,8 @@ def test_the_helper_compiles_what_follows_the_first_kernel_then_common_from_its_
     "kernel",
     [("map", 0, False), ("zip", 100, False), ("reduce_along", 100, False),
      ("reduce_across", 100, False), ("matmul", 0, True), ("sub_scaled", 0, False),
-     ("adam_step", 0, False), ("cross_entropy", 0, False), ("fold", 0, False)],
+     ("adam_step", 0, False), ("cross_entropy", 0, False), ("fold", 0, False),
+     ("max_pool2d", 0, False)],
 )  # fmt: skip
 def test_each_kind_of_kernel_compiles_on_tiny_inputs(kernel: tuple[str, int, bool]) -> None:
     ahead.compile_one(*kernel, "float32")
