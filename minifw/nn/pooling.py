@@ -25,10 +25,10 @@ from minifw.core.tensor_data import TensorData
 from minifw.nn import conv
 from minifw.nn.conv import IntOrTuple, _tuple, unfold
 from minifw.nn.padding import along, pad
-from minifw.tensor.creation import arange, cat
+from minifw.tensor.creation import cat
 from minifw.tensor.functions import Function, FunctionCtx
 from minifw.tensor.higher_order import LinearBackward
-from minifw.tensor.tensor import Tensor
+from minifw.tensor.tensor import Tensor, tensor
 
 _NAMES = {1: "1d", 2: "2d"}
 
@@ -190,7 +190,7 @@ def _fused_max_pool_args(
 class FusedMaxPool2d(Function):
     """max_pool2d over windows that neither overlap nor cross padding, one kernel each way.
 
-    The forward writes [values | each window's max position] in one array (`stats`),
+    The forward writes [values | where each window's max is] in one array (`stats`),
     which the backward reads; both are fused launches `mf.compile` records as steps.
     """
 
@@ -236,9 +236,12 @@ class FusedMaxPool2d(Function):
     def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
         """The backward as a node (create_graph): its own backward picks each max again."""
         n, c, oh, ow = grad.shape
-        cells = ctx.kernel[0] * ctx.kernel[1]
+        (kh, kw), width = ctx.kernel, ctx.shape[3]
+        cells = kh * kw
         where = ctx.stats.detach()[n * c * oh * ow :].view(n, c, 1, oh, ow)
-        picked = (where == arange(cells, dtype=where.dtype).view(1, 1, cells, 1, 1)).to(grad.dtype)
+        offsets = [a * width + b for a in range(kh) for b in range(kw)]  # window cell order
+        each = tensor(offsets, dtype=where.dtype, device=where.device).view(1, 1, cells, 1, 1)
+        picked = (where == each).to(grad.dtype)
 
         def again(g: Tensor) -> Tensor:
             windows = unfold(g, ctx.kernel, ctx.stride, (0, 0)).reshape(n, c, cells, oh, ow)
