@@ -16,6 +16,7 @@ import pytest
 import minifw as mf
 from minifw.nn import conv
 from minifw.tools.profiler import profile
+from tests.fast_paths.switches import turned_off
 
 pytestmark = pytest.mark.extra  # an expert fast path: no task teaches it
 
@@ -24,19 +25,11 @@ rng = np.random.default_rng(12)
 
 def _unfold_grad(x: np.ndarray, kernel: Any, stride: Any, padding: Any, fused: bool) -> Any:
     """d(sum(w * unfold(x)))/dx for random weights w, fused fold or the task's."""
-    saved = conv._fused_fold
-    if not fused:
-        conv._fused_fold = None  # type: ignore[assignment]
-    try:
+    with turned_off(conv, "_fused_fold", not fused), profile() as prof:
         t = mf.tensor(x, requires_grad=True)
-        with profile() as prof:
-            cols = conv.unfold(t, kernel, stride, padding)
-            weights = mf.tensor(
-                np.random.default_rng(0).standard_normal(cols.shape), dtype=t.dtype
-            )
-            (cols * weights).sum().backward()
-    finally:
-        conv._fused_fold = saved
+        cols = conv.unfold(t, kernel, stride, padding)
+        weights = mf.tensor(np.random.default_rng(0).standard_normal(cols.shape), dtype=t.dtype)
+        (cols * weights).sum().backward()
     assert t.grad is not None
     return t.grad.numpy(), [event.name for event in prof.events]
 

@@ -16,6 +16,7 @@ import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw.nn import losses
 from minifw.tools.profiler import profile
+from tests.fast_paths.switches import turned_off
 
 pytestmark = pytest.mark.extra  # an expert fast path: no task teaches it
 
@@ -24,15 +25,10 @@ rng = np.random.default_rng(7)
 
 def _loss_and_grad(logits: np.ndarray, labels: np.ndarray, fused: bool, **kwargs: Any) -> Any:
     """cross_entropy's value and d(sum of it)/d(logits), fused or composed."""
-    saved = losses._fused_loss
-    if not fused:
-        losses._fused_loss = None  # type: ignore[assignment]
-    try:
+    with turned_off(losses, "_fused_loss", not fused):
         x = mf.tensor(logits, requires_grad=True)
         loss = F.cross_entropy(x, mf.tensor(labels), **kwargs)
         loss.sum().backward()
-    finally:
-        losses._fused_loss = saved
     assert x.grad is not None
     return loss.detach().numpy(), x.grad.numpy()
 
@@ -108,15 +104,10 @@ def test_second_derivatives_through_the_fused_loss_match_the_composed_ops() -> N
     logits, labels = rng.standard_normal((4, 3)), np.array([0, 2, -100, 1])
     results = []
     for fused in (True, False):
-        saved = losses._fused_loss
-        if not fused:
-            losses._fused_loss = None  # type: ignore[assignment]
-        try:
+        with turned_off(losses, "_fused_loss", not fused):
             x = mf.tensor(logits, requires_grad=True)
             (grad,) = mf.autograd.grad(F.cross_entropy(x, mf.tensor(labels)), x, create_graph=True)
             (grad * grad).sum().backward()
-        finally:
-            losses._fused_loss = saved
         assert x.grad is not None
         results.append((grad.detach().numpy(), x.grad.numpy()))
     for got, want in zip(*results, strict=True):

@@ -17,6 +17,7 @@ import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
 from minifw.nn import pooling
 from minifw.tools.profiler import profile
+from tests.fast_paths.switches import turned_off
 
 pytestmark = pytest.mark.extra  # an expert fast path: no task teaches it
 
@@ -25,17 +26,11 @@ rng = np.random.default_rng(13)
 
 def _pool(x: np.ndarray, fused: bool, **kwargs: Any) -> Any:
     """max_pool2d's values, d(sum(values * w))/dx and launch names, fused or the task's."""
-    saved = pooling._fused_pool
-    if not fused:
-        pooling._fused_pool = None  # type: ignore[assignment]
-    try:
+    with turned_off(pooling, "_fused_pool", not fused), profile() as prof:
         t = mf.tensor(x, requires_grad=True)
-        with profile() as prof:
-            out = F.max_pool2d(t, **kwargs)
-            weights = np.random.default_rng(1).standard_normal(out.shape)
-            (out * mf.tensor(weights, dtype=t.dtype)).sum().backward()
-    finally:
-        pooling._fused_pool = saved
+        out = F.max_pool2d(t, **kwargs)
+        weights = np.random.default_rng(1).standard_normal(out.shape)
+        (out * mf.tensor(weights, dtype=t.dtype)).sum().backward()
     assert t.grad is not None
     return out.detach().numpy(), t.grad.numpy(), [event.name for event in prof.events]
 
@@ -90,16 +85,11 @@ def test_second_derivatives_through_the_fused_max_pool_match_the_tasks() -> None
     x = rng.standard_normal((2, 2, 4, 6))
     results = []
     for fused in (True, False):
-        saved = pooling._fused_pool
-        if not fused:
-            pooling._fused_pool = None  # type: ignore[assignment]
-        try:
+        with turned_off(pooling, "_fused_pool", not fused):
             t = mf.tensor(x, requires_grad=True)
             out = F.max_pool2d(t * t, 2)
             (grad,) = mf.autograd.grad(out.sum(), t, create_graph=True)
             (grad * grad).sum().backward()
-        finally:
-            pooling._fused_pool = saved
         assert t.grad is not None
         results.append((grad.detach().numpy(), t.grad.numpy()))
     for got, want in zip(*results, strict=True):
