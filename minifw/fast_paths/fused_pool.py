@@ -1,7 +1,7 @@
 """2-D max pooling in one kernel each way (an expert fast path).
 
 `max_pool2d` (nn/conv.py, a course task) takes each window as dims (`unfold`: a copy),
-then the max and its index along them: with the index's countdown score, five launches
+then the max and its index along them (the index by a countdown score): six launches
 forward; backward, a one-hot product and a fold. For windows that do not overlap and
 have no padding (`nn/pooling.py` checks), one loop does each pass:
 

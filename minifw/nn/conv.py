@@ -169,7 +169,7 @@ _task_fold = Unfold.backward
 
 
 def _fold(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None, None]:
-    """Unfold's backward: one gather kernel where `_fused_fold_fits`, else the task's."""
+    """Unfold's backward: one kernel where `_fused_fold_fits`, else the task's fold."""
     if not _fused_fold_fits(ctx, grad):
         return _task_fold(ctx, grad)  # type: ignore[no-any-return]
     sizes = np.array(
