@@ -52,10 +52,11 @@ COMMON: tuple[tuple[str, int, bool], ...] = (
     ("reduce_across", ops.ADD, False),
     ("zip", ops.RELU_BACK, False),
 )
-# Kernels only some programs launch: the SGD update; the digits net's pooling (max and
-# min across windows, eq/ne masks), copies, bigger batches (parallel kernels), Adam's
-# fused update; log_softmax and nll_loss op by op (softmax, cross_entropy with class
-# weights or on a big batch).
+# Kernels only some programs launch: the SGD update; the digits net's fold and max
+# pooling (one kernel each); pooling op by op (max and min across windows, eq/ne masks:
+# bigger or overlapping windows), copies, bigger batches (parallel kernels), Adam's fused
+# update; log_softmax and nll_loss op by op (softmax, cross_entropy with class weights
+# or on a big batch).
 EXTRA: tuple[tuple[str, int, bool], ...] = (
     ("sub_scaled", 0, False),
     ("sub_scaled", 0, True),
