@@ -166,10 +166,8 @@ class _StepRun:
             replay(*views)
             return
         datas = [TensorData(bufs[r.buf], r.shape, r.strides, r.offset) for r in self.refs]
-        launch = Launch(self.step.backend, "fused", -1, (datas[0],), tuple(datas[1:]),
-                        name=name, fused_ops=fused_ops, runner=lambda: replay(*datas),
-                        replay=replay)  # fmt: skip
-        hooks.launch(launch)
+        hooks.launch_fused(self.step.backend, name, (datas[0],), tuple(datas[1:]), replay,
+                           fused_ops)  # fmt: skip
 
 
 class _FusedRun:
