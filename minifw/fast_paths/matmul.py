@@ -37,11 +37,14 @@ from minifw.core.tensor_data import Index
 from minifw.fast_paths.line_loops import SUM_MATH
 from minifw.fast_paths.micro_kernel import (
     MR,
+    ROW_STEP,
     VECTOR_BYTES,
     VECTORS_PER_ROW,
+    lanes,
     micro_kernel,
     panel_width,
     prefetch,
+    transpose_block,
 )
 from minifw.tensor_ops import Storage
 
@@ -69,8 +72,10 @@ MULTIPLY_ADDS_PER_UNIT = 32  # a product's work, counted as FastOps counts a map
 # reuse: faulting in fresh pages costs a tenth of such a product.
 KEEP_CELLS = 1 << 24
 LINE_BYTES = 64  # a cache line
+K_ALIGN = 16  # k blocks start at multiples of this (a cache line of float32)
 IN_PLACE_BYTES = 1 << 20  # operands up to this size (1 MiB) are read where they lie
 DOT_DEPTH = 32  # `_dots` computes narrow serial products of at least this depth
+TWO_ROW_STEPS = 2 * ROW_STEP  # a micro-kernel's rows must be a constant, not an expression
 U = np.uint64  # an index type Numba does not check for negative values
 
 
@@ -101,7 +106,19 @@ def _pack_b(panels: Any, at: int, b: Any, bo: int, b_k: int, b_col: int, cols: i
             to, start = U(at + k * nr), U(bo + k * b_k)
             for c in range(U(nr)):
                 panels[to + c] = b[start + c]
-    elif cols >= nr:  # a whole panel of strided rows (columns contiguous along k: w.T)
+    elif cols >= nr and b_k == 1:  # a whole panel of columns contiguous along k (w.T)
+        width, size = lanes(b.itemsize), b.itemsize
+        source, packed = np.intp(b.ctypes.data), np.intp(panels.ctypes.data)
+        blocked = kc - kc % width
+        for k in range(0, blocked, width):  # square blocks, transposed in registers
+            for c in range(0, nr, width):
+                from_at = source + (bo + k + c * b_col) * size
+                transpose_block(panels, from_at, b_col, packed + (at + k * nr + c) * size, nr)
+        for k in range(blocked, kc):
+            to, row = U(at + k * nr), bo + k
+            for c in range(U(nr)):
+                panels[to + c] = b[U(row + c * b_col)]
+    elif cols >= nr:  # a whole panel of strided rows
         for k in range(kc):
             to, row = U(at + k * nr), bo + k * b_k
             for c in range(U(nr)):
@@ -128,9 +145,13 @@ def _store(out: Any, o: int, o_row: int, o_col: int, tile: Any, nr: int, h: int,
 
 @njit(inline="always")
 def _k_block(block: int, blocks: int, depth: int) -> Any:
-    """(first k, length) of k block number `block` of `blocks` nearly equal ones."""
-    k0 = block * depth // blocks
-    return k0, (block + 1) * depth // blocks - k0
+    """(first k, length) of k block number `block` of `blocks` nearly equal ones.
+
+    Blocks start at multiples of K_ALIGN: a row of w.T packed by whole cache lines.
+    """
+    k0 = block * depth // blocks // K_ALIGN * K_ALIGN
+    end = depth if block + 1 == blocks else (block + 1) * depth // blocks // K_ALIGN * K_ALIGN
+    return k0, end - k0
 
 
 @njit(inline="always")
@@ -219,6 +240,7 @@ def _multiply_block(
     o_start, o_row, o_col = o_layout
     nr, line, size = panel_width(out.itemsize), LINE_BYTES // out.itemsize, out.itemsize
     tile, ws = np.empty(MR * nr, out.dtype), np.intp(workspace.ctypes.data)
+    tile_at, out_at = np.intp(tile.ctypes.data), np.intp(out.ctypes.data)
     k_blocks, calls = (depth + KC - 1) // KC, len(a_span) * len(b_span)
     for kb in range(k_blocks):
         k0, kc = _k_block(kb, k_blocks, depth)
@@ -241,17 +263,34 @@ def _multiply_block(
                 _prefetch(workspace, a_next, a_share, line)
                 b_next, a_next = b_next + b_share, a_next + a_share
                 row = (p - a_first) * MR
-                first_row = row if a_packed else min(row, rows - MR)
+                h, w = min(MR, rows - row), min(nr, cols - col)
+                kernel_rows = min(MR, (h + ROW_STEP - 1) // ROW_STEP * ROW_STEP)
+                first_row = row if a_packed else min(row, rows - kernel_rows)
                 a_at = ws + _panel_at(0, a_panels, MR, k_blocks, depth, kb, p) * size
                 a_panel = _a_panel(a_source, a_at, n * a_source[2], first_row, k0, size)
                 o = o_start + row * o_row + col * o_col
-                h, w = min(MR, rows - row), min(nr, cols - col)
-                if h == MR and w == nr and o_col == 1:
-                    micro_kernel(*a_panel, *b_panel, kc, out, o, o_row, kb > 0)
+                if h == kernel_rows and w == nr and o_col == 1:
+                    dest = (out_at + o * size, o_row, kb > 0)
+                    _micro_kernel(kernel_rows, out, a_panel, b_panel, kc, dest)
                 else:
-                    micro_kernel(*a_panel, *b_panel, kc, tile, 0, nr, False)
+                    _micro_kernel(kernel_rows, out, a_panel, b_panel, kc, (tile_at, nr, False))
                     skip = (row - first_row) * nr + col - first_col
                     _store(out, o, o_row, o_col, tile[skip:], nr, h, w, kb > 0)
+
+
+@njit(inline="always")
+def _micro_kernel(rows: int, out: Any, a_panel: Any, b_panel: Any, kc: int, dest: Any) -> None:
+    """`micro_kernel` for `rows` rows (MR, 2 ROW_STEP or ROW_STEP): a constant for each.
+
+    (Its arguments are spelled out: a constant passed through `*args` is no longer one.)
+    """
+    (a, a_row, a_k), (b, b_k), (d, d_row, add) = a_panel, b_panel, dest
+    if rows == MR:
+        micro_kernel(MR, out, a, a_row, a_k, b, b_k, kc, d, d_row, add)
+    elif rows == TWO_ROW_STEPS:
+        micro_kernel(TWO_ROW_STEPS, out, a, a_row, a_k, b, b_k, kc, d, d_row, add)
+    else:
+        micro_kernel(ROW_STEP, out, a, a_row, a_k, b, b_k, kc, d, d_row, add)
 
 
 @njit(inline="always")

@@ -18,9 +18,11 @@ a[r, k] at `k * MR + r`, b's panel holds b[k, c] at `k * NR + c`; a small operan
 where it lies (any strides for a, contiguous rows for b): the kernel takes both layouts
 as addresses and steps. With 256-bit vectors (AVX2) a float64 block is 6 x 8: 12
 accumulators, 2 loads of b and one broadcast fill 15 of the 16 vector registers;
-AVX-512's 32 registers of 512 bits take 12 x 16. Integer dtypes get a multiply and an
-add in place of the fused multiply-add. Compiled into the kernel that calls it, so
-`cache=True` caches it.
+AVX-512's 32 registers of 512 bits take 12 x 16. A block on the ragged last rows of out
+gets a kernel of fewer rows (a multiple of ROW_STEP). Integer dtypes get a multiply and
+an add in place of the fused multiply-add. `transpose_block` (a square block transposed
+in vector registers) packs a b stored transposed. Compiled into the kernel that calls
+them, so `cache=True` caches them.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ VECTOR_BYTES = 64 if "+avx512f" in llvm.get_host_cpu_features().flatten().split(
 # Rows of out per micro-kernel call: as many as the vector registers hold (MR x 2
 # sums, 2 loads of b and a broadcast of a): 16 registers with AVX2, 32 with AVX-512.
 MR = 12 if VECTOR_BYTES == 64 else 6
+# A block on a ragged edge of rows is computed by a kernel of fewer rows: MR, or a
+# multiple of ROW_STEP (64 rows: 5 x 12 + 4, not 6 x 12 with 8 rows of waste).
+ROW_STEP = MR // 3
 
 
 @register_jitable
@@ -54,47 +59,51 @@ def panel_width(itemsize: int) -> int:
 
 
 def _micro_kernel(
-    typingctx: Any, a: Any, a_row: Any, a_k: Any, b: Any, b_k: Any, kc: Any,
-    dest: Any, d_at: Any, d_row: Any, add: Any,
+    typingctx: Any, rows: Any, dtype_of: Any, a: Any, a_row: Any, a_k: Any, b: Any,
+    b_k: Any, kc: Any, dest: Any, d_row: Any, add: Any,
 ) -> Any:  # fmt: skip
-    """dest[d_at + r*d_row + c] (+)= sum_k A[r*a_row + k*a_k] * B[k*b_k + c], `+=` if `add`.
+    """D[r*d_row + c] (+)= sum_k A[r*a_row + k*a_k] * B[k*b_k + c], `+=` if `add`.
 
-    For r < MR, c < NR and k < kc. A and B are the cells at byte addresses `a` and `b`
-    (integers: an operand's own storage or a packed panel of the workspace alike), of
-    dest's dtype; dest is a 1-D array with contiguous rows. A packed panel of a has
-    a_row = 1 and a_k = MR, one of b has b_k = NR. Nothing is bounds-checked: the
-    caller picks addresses and a dest with room for the whole block (matmul.py).
+    For r < rows (a constant: MR or a multiple of ROW_STEP), c < NR and k < kc. A, B
+    and D are the cells at byte addresses `a`, `b` and `dest` (integers: an operand's
+    own storage, a packed panel of the workspace or a tile alike), of the dtype of the
+    array `dtype_of` (only its dtype is used); D's rows are contiguous. A packed panel
+    of a has a_row = 1 and a_k = MR, one of b has b_k = NR. Nothing is bounds-checked:
+    the caller picks addresses with room for the whole block (matmul.py).
     """
-    dtype = dest.dtype
+    if not isinstance(rows, types.IntegerLiteral) or not 0 < rows.literal_value <= MR:
+        raise TypeError(f"micro_kernel: rows must be a constant from 1 to {MR}, not {rows}")
+    dtype, block_rows = dtype_of.dtype, rows.literal_value
     index = types.intp
-    sig = types.void(index, index, index, index, index, index, dest, index, index, types.boolean)
+    sig = types.void(rows, dtype_of, *[index] * 8, types.boolean)
 
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> Any:
-        a_address, a_row_step, a_k_step, b_address, b_k_step = args[:5]
-        depth, dest_arr, dest_start, dest_row, accumulate = args[5:]
+        a_address, a_row_step, a_k_step, b_address, b_k_step = args[2:7]
+        depth, dest_address, dest_row, accumulate = args[7:]
         cell_bytes = dtype.bitwidth // 8
         width = lanes(cell_bytes)
         cell = context.get_data_type(dtype)
         vector = ir.VectorType(cell, width)
-        a_ptr = builder.inttoptr(a_address, cell.as_pointer())
-        b_ptr = builder.inttoptr(b_address, cell.as_pointer())
-        dest_data = context.make_array(dest)(context, builder, dest_arr).data
+        a_ptr, b_ptr, dest_ptr = (
+            builder.inttoptr(address, cell.as_pointer())
+            for address in (a_address, b_address, dest_address)
+        )
         multiply_add = _multiply_add(builder, dtype, vector)
-        kernel = _Loop(builder, vector, width * VECTORS_PER_ROW, cell_bytes)
+        kernel = _Loop(builder, vector, width * VECTORS_PER_ROW, cell_bytes, block_rows)
         sums = kernel.run(depth, (a_ptr, a_row_step, a_k_step), (b_ptr, b_k_step), multiply_add)
         if accumulate.type != ir.IntType(1):
             accumulate = builder.icmp_unsigned("!=", accumulate, ir.Constant(accumulate.type, 0))
         with builder.if_else(accumulate) as (adding, assigning):
             with adding:
-                kernel.write(sums, dest_data, dest_start, dest_row, _adder(builder, dtype))
+                kernel.write(sums, dest_ptr, dest_row, _adder(builder, dtype))
             with assigning:
-                kernel.write(sums, dest_data, dest_start, dest_row, None)
+                kernel.write(sums, dest_ptr, dest_row, None)
         return context.get_dummy_value()
 
     return sig, codegen
 
 
-micro_kernel: Any = intrinsic(_micro_kernel)
+micro_kernel: Any = intrinsic(prefer_literal=True)(_micro_kernel)
 
 
 def _prefetch(typingctx: Any, array: Any, at: Any) -> Any:
@@ -115,6 +124,63 @@ def _prefetch(typingctx: Any, array: Any, at: Any) -> Any:
 
 
 prefetch: Any = intrinsic(_prefetch)
+
+
+def _transpose_block(
+    typingctx: Any, dtype_of: Any, source: Any, source_row: Any, dest: Any, dest_row: Any
+) -> Any:  # fmt: skip
+    """D[j*dest_row + i] = S[i*source_row + j] for i, j < L: an L x L block, L = lanes.
+
+    S and D are the cells at byte addresses `source` and `dest`, of the dtype of the
+    array `dtype_of`; rows are `*_row` cells apart. L vector loads, L stores, and
+    between them log2(L) rounds of two-vector shuffles: round s (L/2, L/4, ..., 1)
+    swaps, in every aligned 2s x 2s block, its top-right and bottom-left s x s blocks
+    (after the last round every cell has crossed the diagonal). Packs a b stored
+    transposed (`w.T`) into panels: reading it one cell at a time took twice as long.
+    """
+    dtype, index = dtype_of.dtype, types.intp
+    sig = types.void(dtype_of, index, index, index, index)
+
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> Any:
+        _, source_address, source_step, dest_address, dest_step = args
+        cell_bytes = dtype.bitwidth // 8
+        width = lanes(cell_bytes)
+        cell = context.get_data_type(dtype)
+        loop = _Loop(builder, ir.VectorType(cell, width), width, cell_bytes, width)  # its loads
+        source_ptr = builder.inttoptr(source_address, cell.as_pointer())
+        dest_ptr = builder.inttoptr(dest_address, cell.as_pointer())
+        rows = [
+            loop.load(builder.gep(source_ptr, [builder.mul(source_step, loop.const(i))]), 0)
+            for i in range(width)
+        ]
+        half = width // 2
+        while half:
+            rows = _swap_blocks(builder, rows, half)
+            half //= 2
+        for j, row in enumerate(rows):
+            loop.store(row, builder.gep(dest_ptr, [builder.mul(dest_step, loop.const(j))]), 0)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _swap_blocks(builder: ir.IRBuilder, rows: list[Any], s: int) -> list[Any]:
+    """Rows of the matrix with every aligned 2s x 2s block's off-diagonal s x s blocks swapped."""
+    width, i32 = len(rows), ir.IntType(32)
+    mask_type = ir.VectorType(i32, width)
+    # Cells 0..width-1 pick from the upper row of a pair, width..2 width-1 from the lower.
+    upper = [c if c // s % 2 == 0 else width + c - s for c in range(width)]
+    lower = [c + s if c // s % 2 == 0 else width + c for c in range(width)]
+    swapped = list(rows)
+    for i in range(width):
+        if i // s % 2 == 0:
+            pair = rows[i], rows[i + s]
+            swapped[i] = builder.shuffle_vector(*pair, ir.Constant(mask_type, upper))
+            swapped[i + s] = builder.shuffle_vector(*pair, ir.Constant(mask_type, lower))
+    return swapped
+
+
+transpose_block: Any = intrinsic(_transpose_block)
 
 
 def _adder(builder: ir.IRBuilder, dtype: Any) -> Any:
@@ -139,10 +205,10 @@ class _Loop:
     """Emits the micro-kernel's k loop, its accumulators carried as vector phi nodes."""
 
     def __init__(
-        self, builder: ir.IRBuilder, vector: ir.VectorType, nr: int, cell_bytes: int
+        self, builder: ir.IRBuilder, vector: ir.VectorType, nr: int, cell_bytes: int, rows: int
     ) -> None:
         self.builder, self.vector, self.nr, self.cell_bytes = builder, vector, nr, cell_bytes
-        self.index = ir.IntType(64)
+        self.index, self.rows = ir.IntType(64), rows
 
     def const(self, value: int) -> ir.Constant:
         """An index constant."""
@@ -160,12 +226,11 @@ class _Loop:
         cell = b.gep(ptr, [self.const(at)])
         b.store(value, b.bitcast(cell, self.vector.as_pointer()), align=self.cell_bytes)
 
-    def write(self, sums: list[list[Any]], dest: Any, start: Any, row_step: Any,
-              add: Any) -> None:  # fmt: skip
-        """dest[start + r*row_step + c] = sums[r][c] (+= where `add`, a vector x, y -> x + y)."""
+    def write(self, sums: list[list[Any]], dest: Any, row_step: Any, add: Any) -> None:
+        """dest[r*row_step + c] = sums[r][c] (+= where `add`, a vector x, y -> x + y)."""
         b, width = self.builder, self.vector.count
         for r, row in enumerate(sums):
-            dest_r = b.gep(dest, [b.add(start, b.mul(row_step, self.const(r)))])
+            dest_r = b.gep(dest, [b.mul(row_step, self.const(r))])
             for v, total in enumerate(row):
                 if add is not None:
                     total = add(total, self.load(dest_r, v * width))
@@ -179,24 +244,24 @@ class _Loop:
         return b.shuffle_vector(first, undefined, all_first)
 
     def run(self, depth: Any, a: Any, b_: Any, multiply_add: Any) -> list[list[Any]]:
-        """The MR x (NR / lanes) vector sums over k < depth (zeros if depth <= 0).
+        """The rows x (NR / lanes) vector sums over k < depth (zeros if depth <= 0).
 
         `a` is (pointer, row step, k step), `b_` is (pointer, k step).
         """
         b, zero = self.builder, ir.Constant(self.vector, None)
         per_row = self.nr // self.vector.count
         (a_ptr, a_row, a_k), (b_ptr, b_k) = a, b_
-        a_rows = [b.gep(a_ptr, [b.mul(a_row, self.const(r))]) for r in range(MR)]
+        a_rows = [b.gep(a_ptr, [b.mul(a_row, self.const(r))]) for r in range(self.rows)]
         entry = b.block
         body, after = b.append_basic_block("micro.k"), b.append_basic_block("micro.done")
         b.cbranch(b.icmp_signed(">", depth, self.const(0)), body, after)
         b.position_at_end(body)
         k = b.phi(self.index)
-        carried = [[b.phi(self.vector) for _ in range(per_row)] for _ in range(MR)]
+        carried = [[b.phi(self.vector) for _ in range(per_row)] for _ in range(self.rows)]
         b_row, a_column = b.gep(b_ptr, [b.mul(k, b_k)]), b.mul(k, a_k)
         b_k = [self.load(b_row, v * self.vector.count) for v in range(per_row)]
         updated = []
-        for r in range(MR):
+        for r in range(self.rows):
             a_rk = self.broadcast(b.load(b.gep(a_rows[r], [a_column])))
             updated.append([multiply_add(a_rk, b_k[v], carried[r][v]) for v in range(per_row)])
         k_next = b.add(k, self.const(1))
@@ -208,7 +273,7 @@ class _Loop:
                 phi.add_incoming(zero, entry)
                 phi.add_incoming(value, body)
         b.position_at_end(after)
-        sums = [[b.phi(self.vector) for _ in range(per_row)] for _ in range(MR)]
+        sums = [[b.phi(self.vector) for _ in range(per_row)] for _ in range(self.rows)]
         for phis, values in zip(sums, updated, strict=True):
             for phi, value in zip(phis, values, strict=True):
                 phi.add_incoming(zero, entry)
@@ -218,10 +283,12 @@ class _Loop:
 
 __all__ = [
     "MR",
+    "ROW_STEP",
     "VECTOR_BYTES",
     "VECTORS_PER_ROW",
     "lanes",
     "micro_kernel",
     "panel_width",
     "prefetch",
+    "transpose_block",
 ]

@@ -123,6 +123,40 @@ def test_operands_read_in_place_across_block_edges(
         np.testing.assert_array_equal(out, np.matmul(a, b))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_transposed_b_is_packed_by_square_blocks(dtype: Any) -> None:
+    # b stored transposed (w.T: columns contiguous along k) is packed by blocks of
+    # lanes x lanes cells transposed in registers, then the k left over one by one:
+    # several k blocks (each starting at a multiple of K_ALIGN), whole and ragged panels.
+    rng = np.random.default_rng(8)
+    nr = panel_width(np.dtype(dtype).itemsize)
+    for k in (2 * fm.KC + 3, nr // 2 + 1, 3):
+        a = rng.integers(-3, 4, (1, MR + 1, k)).astype(dtype)
+        b = transposed_storage(rng.integers(-3, 4, (1, k, 3 * nr + 7)).astype(dtype))
+        assert flat(b)[2][1] == 1  # b's k step: a column of b is contiguous
+        for in_place in ((False, False), (True, False)):
+            np.testing.assert_array_equal(run_kernel(a, b, 1, (1, 2), in_place), a @ b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("a_in_place", [False, True])
+def test_every_ragged_row_count_is_computed_by_a_shorter_kernel(
+    dtype: Any, a_in_place: bool
+) -> None:
+    # A last panel of h < MR rows goes through a micro-kernel of ROW_STEP, 2 ROW_STEP
+    # or MR rows (the fewest that hold h): each row count from MR to 2 MR, packed a
+    # (zeros past h) and a read in place (the short kernel starts early), over two k
+    # blocks (the second adds to out), into out directly and through the tile.
+    rng = np.random.default_rng(7)
+    nr = panel_width(np.dtype(dtype).itemsize)
+    for rows in range(MR, 2 * MR + 1):
+        for cols in (2 * nr, 2 * nr - 3):
+            a = rng.integers(-3, 4, (1, rows, fm.KC + 5)).astype(dtype)
+            b = rng.integers(-3, 4, (1, fm.KC + 5, cols)).astype(dtype)
+            out = run_kernel(a, b, 1, (2, 1), (a_in_place, False))
+            np.testing.assert_array_equal(out, a @ b, err_msg=f"{rows} x {cols}")
+
+
 # (rows, cols, in_place): an operand is read in place only if out has a panel of it
 SPLIT_CASES = [
     (rows, cols, place)
