@@ -99,6 +99,7 @@ from minifw.tensor.tensor import Tensor
 
 MODES = ("default", "replay", "eager")
 MAX_GRAPHS = 8  # signatures kept per compiled function; the oldest goes first
+_UNSEEN: Any = object()  # a signature not captured yet
 
 
 class CompileWarning(UserWarning):
@@ -139,10 +140,8 @@ class CompiledFunction:
                 self._warned_arguments = True
                 _warn(f"{_name(self.fn)} gets {problem}; it runs eagerly")
             return self._eager(args, kwargs)
-        with self._lock:
-            found = key in self._plans
-            plan = self._plans.get(key)
-        if not found:
+        plan = self._plans.get(key, _UNSEEN)  # one lookup: atomic without the lock
+        if plan is _UNSEEN:
             return self._capture(key, inputs, args, kwargs)
         if plan is None:
             return self._eager(args, kwargs)

@@ -248,6 +248,15 @@ class Plan:
             if step.kind == "map_into" and graph.buffers[step.out.buf].origin in WRITABLE
         ]
         self.consts = [(n, b.storage) for n, b in enumerate(graph.buffers) if b.origin == "const"]
+        self.layouts = [
+            (obj, ref.buf, (ref.shape, ref.strides, ref.offset), requires_grad,
+             graph.buffers[ref.buf].dtype)
+            for obj, ref, requires_grad in graph.objects
+        ]  # fmt: skip
+        self.checks = [(_reader(ref, backend), check) for ref, backend, check in graph.checks]
+        # The leaves f clears and those it gives gradients: parameters are found once.
+        self.cleared = [_fixed(graph, leaf) for leaf in graph.cleared]
+        self.leaves = [_fixed(graph, leaf) for leaf, _ in graph.grads]
         # Free each intermediate after its last use, as eager code drops dead tensors.
         last: dict[int, int] = {}
         for i, kernel in enumerate(self.program):
@@ -298,28 +307,25 @@ class Plan:
         for index, n in self.inputs:
             bufs[n] = inputs[index]._data.base
             versions[n] = inputs[index]._data.version
-        for obj, ref, requires_grad in graph.objects:
+        for obj, n, layout, requires_grad, dtype in self.layouts:
             data = obj._data
-            if (data.shape, data.strides, data.offset) != (ref.shape, ref.strides, ref.offset) or (
-                obj.requires_grad != requires_grad
-                or data.base.dtype != graph.buffers[ref.buf].dtype
+            if (data.shape, data.strides, data.offset) != layout or (
+                obj.requires_grad != requires_grad or data.base.dtype != dtype
             ):
                 raise RecaptureError
-            if bufs[ref.buf] is not None and bufs[ref.buf] is not data.base:
+            if bufs[n] is not None and bufs[n] is not data.base:
                 raise RecaptureError
-            bufs[ref.buf] = data.base
-            versions[ref.buf] = data.version
+            bufs[n] = data.base
+            versions[n] = data.version
         for n, storage in self.consts:
             bufs[n] = storage
-        for ref, backend, check in graph.checks:  # class indices in range, ...
-            check(
-                host_values(backend, TensorData(bufs[ref.buf], ref.shape, ref.strides, ref.offset))
-            )
+        for read, check in self.checks:  # class indices in range, ...
+            check(read(bufs))
         rebuild = _Rebuild(self, bufs, versions, inputs)
-        for leaf in graph.cleared:  # f clears these first (optimizer.zero_grad())
-            rebuild.value(leaf).grad = None
-        leaves = [rebuild.value(leaf) for leaf, _ in graph.grads]
-        if any(leaf.grad is not None or leaf._hooks for leaf in leaves):
+        for leaf in self.cleared:  # f clears these first (optimizer.zero_grad())
+            (rebuild.value(leaf) if type(leaf) is tuple else leaf).grad = None
+        leaves = [rebuild.value(leaf) if type(leaf) is tuple else leaf for leaf in self.leaves]
+        if any(leaf._grad is not None or leaf._hooks for leaf in leaves):
             raise RunEagerError
         if anyone_listening[0] and hooks.listening():  # tools hear each kernel it runs
             hooks.run_function(self.label, "forward", self._execute, bufs, True)
@@ -333,6 +339,31 @@ class Plan:
                 # refuse a leaf whose layout or dtype changed: no check per call.
                 leaf._grad = rebuild.tensor(grad, leaf.backend)
         return rebuild.result()
+
+
+def _fixed(graph: Graph, value: Any) -> Any:
+    """The object a captured value names if it is the same at every call, else the value."""
+    return graph.objects[value[1]][0] if value[0] == "object" else value
+
+
+def _reader(ref: Ref, backend: Any) -> Any:
+    """A function of a replay's buffers giving the host values of `ref` (for a check)."""
+    rows = [1] * len(ref.shape)
+    for d in range(len(ref.shape) - 2, -1, -1):
+        rows[d] = rows[d + 1] * ref.shape[d + 1]
+    size = rows[0] * ref.shape[0] if ref.shape else 1
+    if backend.device == "cpu" and (tuple(rows) == ref.strides or size <= 1):
+        start, stop, shape = ref.offset, ref.offset + size, ref.shape
+
+        def dense(bufs: list[Any]) -> np.ndarray:  # row-major on the host: a slice
+            view: np.ndarray = bufs[ref.buf][start:stop].reshape(shape)
+            view.flags.writeable = False
+            return view
+
+        return dense
+    return lambda bufs: host_values(
+        backend, TensorData(bufs[ref.buf], ref.shape, ref.strides, ref.offset)
+    )
 
 
 class _Rebuild:

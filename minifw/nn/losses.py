@@ -77,26 +77,32 @@ def _check_target_shape(input: Tensor, target: Tensor) -> None:  # noqa: A002
         )
 
 
-def _check_class_values(
-    values: np.ndarray,
-    input: Tensor,  # noqa: A002
-    target: Tensor,
-    ignore_index: int,
-) -> None:
-    """Raise unless the host `values` of `target` are class indices of `input` (or ignored)."""
-    if target.dtype.is_floating_point and not np.all(values == np.round(values)):
-        raise ValueError(
-            f"class-index targets must hold whole numbers (got a {target.dtype} target "
-            f"with fractional values, shape {target.shape})"
-        )
-    classes = input.shape[1] if input.dim() > 1 else input.shape[0]
-    if values.size and (values.min() < 0 or values.max() >= classes):
-        bad = values[(values != ignore_index) & ((values < 0) | (values >= classes))]
-        if bad.size:
-            raise IndexError(
-                f"Target {int(bad.flat[0])} is out of bounds (expected 0 <= target < {classes} "
-                f"for input of shape {input.shape})."
-            )
+class _ClassValues:
+    """A check of class-index targets for an input of a given shape (a replay repeats it)."""
+
+    def __init__(self, input: Tensor, target: Tensor, ignore_index: int) -> None:  # noqa: A002
+        self.shape, self.target_dtype, self.target_shape = input.shape, target.dtype, target.shape
+        self.classes = input.shape[1] if input.dim() > 1 else input.shape[0]
+        self.ignore_index = ignore_index
+
+    def __call__(self, values: np.ndarray) -> None:
+        """Raise unless the host `values` are class indices (or ignored)."""
+        if self.target_dtype.is_floating_point:
+            if not np.all(values == np.round(values)):
+                raise ValueError(
+                    f"class-index targets must hold whole numbers (got a {self.target_dtype} "
+                    f"target with fractional values, shape {self.target_shape})"
+                )
+        elif values.size and values.view(f"u{values.itemsize}").max() < self.classes:
+            return  # one pass: read as unsigned, a negative index exceeds every class
+        classes = self.classes
+        if values.size and (values.min() < 0 or values.max() >= classes):
+            bad = values[(values != self.ignore_index) & ((values < 0) | (values >= classes))]
+            if bad.size:
+                raise IndexError(
+                    f"Target {int(bad.flat[0])} is out of bounds (expected 0 <= target < "
+                    f"{classes} for input of shape {self.shape})."
+                )
 
 
 def _class_indices(
@@ -107,7 +113,7 @@ def _class_indices(
     """`target` checked against `input` (N, C, ...) and returned as host class indices."""
     _check_target_shape(input, target)
     values = target.detach().cpu().numpy()
-    _check_class_values(values, input, target, ignore_index)
+    _ClassValues(input, target, ignore_index)(values)
     return values
 
 
@@ -121,10 +127,7 @@ def _check_classes(input: Tensor, target: Tensor, ignore_index: int) -> None:  #
     if not hooks.recording():
         _class_indices(input, target, ignore_index)
         return
-    hooks.check(
-        target._data, target.backend,
-        lambda values: _check_class_values(values, input, target, ignore_index),
-    )  # fmt: skip
+    hooks.check(target._data, target.backend, _ClassValues(input, target, ignore_index))
 
 
 def _picked_on_device(input: Tensor, target: Tensor, ignore_index: int) -> Tensor:  # noqa: A002

@@ -284,10 +284,7 @@ class Optimizer:
     def _settings(self) -> list[Any]:
         """Each group's parameters (by identity) and hyperparameters, and the state tensors."""
         groups: list[Any] = [
-            (
-                [id(p) for p in group["params"]],
-                sorted((k, v) for k, v in group.items() if k != "params"),
-            )
+            ([id(p) for p in group["params"]], {k: v for k, v in group.items() if k != "params"})
             for group in self.param_groups
         ]
         kept = [id(v) for s in self.state.values() for v in s.values() if isinstance(v, Tensor)]
