@@ -581,6 +581,20 @@ def test_a_replay_checks_strided_labels_it_is_given():
         compiled(x, mf.tensor([0, 1, 2, 7, 3, 0])[1::2])
 
 
+def test_a_replay_refuses_negative_labels_and_skips_ignored_ones():
+    # Labels read through a dense view with an offset; a negative label is out of
+    # bounds (the check reads them as unsigned), PyTorch's ignore_index is not.
+    _, step = _classifier_step(4, "mean", "cross_entropy")
+    compiled = mf_compile(step)
+    x = mf.tensor(np.random.default_rng(6).random((3, 6)))
+    for _ in range(2):  # a capture, then a replay
+        compiled(x, mf.tensor([5, 0, 1, 2])[1:])
+    compiled(x, mf.tensor([5, -100, 1, 2])[1:])
+    assert compiled.stats["replays"] == 2
+    with pytest.raises(IndexError, match=r"Target -1 is out of bounds"):
+        compiled(x, mf.tensor([5, 0, -1, 2])[1:])
+
+
 def test_a_replay_checks_its_labels_as_eager_code_does():
     _, step = _classifier_step(4, "mean", "cross_entropy")
     compiled = mf_compile(step)
