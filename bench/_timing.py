@@ -7,6 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 Timer = Callable[[], Any]
+# Seconds to wait before timing a library: the worker threads of the one timed before
+# keep spinning for a while after its last call (OpenBLAS's for about 0.1 s), and on a
+# 2-core machine they would take a core from the next one (a minifw product of 2048 x
+# 2048 timed right after numpy's ran 10-20% slower, one of 512 up to 5x).
+SETTLE = 0.15
 
 
 def best_time(fn: Timer, repeat: int, budget: float = 0.5) -> float:
@@ -15,6 +20,7 @@ def best_time(fn: Timer, repeat: int, budget: float = 0.5) -> float:
     Calls continue until `budget` seconds have passed (at most 50 x repeat calls), so
     on a busy machine a quick case still gets some runs its threads were not preempted in.
     """
+    time.sleep(SETTLE)
     fn()
     best, spent, runs = float("inf"), 0.0, 0
     while runs < repeat or (spent < budget and runs < 50 * repeat):
@@ -36,6 +42,8 @@ def best_times(fns: dict[str, Timer], repeat: int, rounds: int = 5) -> dict[str,
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(rounds):
         for name, fn in fns.items():
+            time.sleep(SETTLE)
+            fn()  # wakes this library's threads
             for _ in range(repeat):
                 start = time.perf_counter()
                 fn()
