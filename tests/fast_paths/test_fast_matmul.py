@@ -140,13 +140,11 @@ def test_a_transposed_b_is_packed_by_square_blocks(dtype: Any) -> None:
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("a_in_place", [False, True])
-def test_every_ragged_row_count_is_computed_by_a_shorter_kernel(
-    dtype: Any, a_in_place: bool
-) -> None:
-    # A last panel of h < MR rows goes through a micro-kernel of ROW_STEP, 2 ROW_STEP
-    # or MR rows (the fewest that hold h): each row count from MR to 2 MR, packed a
-    # (zeros past h) and a read in place (the short kernel starts early), over two k
-    # blocks (the second adds to out), into out directly and through the tile.
+def test_every_ragged_row_count_is_stored_once(dtype: Any, a_in_place: bool) -> None:
+    # A last panel of h < MR rows: h = ROW_STEP or 2 ROW_STEP goes straight into out
+    # through a kernel of h rows, any other h through an MR-row tile (a read in place
+    # starts early). Each row count from MR to 2 MR, a packed (zeros past h) and read
+    # in place, over two k blocks (the second adds to out), whole and ragged columns.
     rng = np.random.default_rng(7)
     nr = panel_width(np.dtype(dtype).itemsize)
     for rows in range(MR, 2 * MR + 1):
