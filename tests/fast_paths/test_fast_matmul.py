@@ -186,7 +186,7 @@ def test_every_task_split_covers_out_once(
         (64, 128, 256, True, 4, (True, True)),  # x @ w: both small
         (64, 128, 784, False, 4, (True, False)),  # x @ w.T: b's columns are strided
         (64, 10, 128, True, 4, (True, False)),  # 10 columns: narrower than a panel of b
-        (10, 128, 64, True, 4, (False, True)),  # 10 rows: fewer than a panel of a
+        (MR - 1, 128, 64, True, 4, (False, True)),  # fewer rows than a panel of a
         (2048, 2048, 2048, True, 8, (False, False)),  # big: packed
     ],
 )
