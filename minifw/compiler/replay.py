@@ -348,11 +348,11 @@ def _fixed(graph: Graph, value: Any) -> Any:
 
 def _reader(ref: Ref, backend: Any) -> Any:
     """A function of a replay's buffers giving the host values of `ref` (for a check)."""
-    rows = [1] * len(ref.shape)
+    row_major = [1] * len(ref.shape)  # the strides of a dense view of this shape
     for d in range(len(ref.shape) - 2, -1, -1):
-        rows[d] = rows[d + 1] * ref.shape[d + 1]
-    size = rows[0] * ref.shape[0] if ref.shape else 1
-    if backend.device == "cpu" and (tuple(rows) == ref.strides or size <= 1):
+        row_major[d] = row_major[d + 1] * ref.shape[d + 1]
+    size = row_major[0] * ref.shape[0] if ref.shape else 1
+    if backend.device == "cpu" and (tuple(row_major) == ref.strides or size <= 1):
         start, stop, shape = ref.offset, ref.offset + size, ref.shape
 
         def dense(bufs: list[Any]) -> np.ndarray:  # row-major on the host: a slice
