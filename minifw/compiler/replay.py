@@ -30,7 +30,7 @@ from minifw.compiler.fusion import (
 )
 from minifw.core import hooks
 from minifw.core.hooks import Launch, anyone_listening, op_name
-from minifw.core.tensor_data import TensorData
+from minifw.core.tensor_data import TensorData, numel_of, strides_from_shape
 from minifw.tensor.functions import Function, FunctionCtx
 from minifw.tensor.tensor import Tensor
 
@@ -323,8 +323,8 @@ class Plan:
             check(read(bufs))
         rebuild = _Rebuild(self, bufs, versions, inputs)
         for leaf in self.cleared:  # f clears these first (optimizer.zero_grad())
-            (rebuild.value(leaf) if type(leaf) is tuple else leaf).grad = None
-        leaves = [rebuild.value(leaf) if type(leaf) is tuple else leaf for leaf in self.leaves]
+            rebuild.value(leaf).grad = None
+        leaves = [rebuild.value(leaf) for leaf in self.leaves]
         if any(leaf._grad is not None or leaf._hooks for leaf in leaves):
             raise RunEagerError
         if anyone_listening[0] and hooks.listening():  # tools hear each kernel it runs
@@ -348,11 +348,8 @@ def _fixed(graph: Graph, value: Any) -> Any:
 
 def _reader(ref: Ref, backend: Any) -> Any:
     """A function of a replay's buffers giving the host values of `ref` (for a check)."""
-    row_major = [1] * len(ref.shape)  # the strides of a dense view of this shape
-    for d in range(len(ref.shape) - 2, -1, -1):
-        row_major[d] = row_major[d + 1] * ref.shape[d + 1]
-    size = row_major[0] * ref.shape[0] if ref.shape else 1
-    if backend.device == "cpu" and (tuple(row_major) == ref.strides or size <= 1):
+    size = numel_of(ref.shape)
+    if backend.device == "cpu" and (strides_from_shape(ref.shape) == ref.strides or size <= 1):
         start, stop, shape = ref.offset, ref.offset + size, ref.shape
 
         def dense(bufs: list[Any]) -> np.ndarray:  # row-major on the host: a slice
@@ -390,6 +387,8 @@ class _Rebuild:
         return Tensor(data, backend)
 
     def value(self, v: Any) -> Any:
+        if type(v) is not tuple:  # an object found once per plan (`_fixed`)
+            return v
         tag = v[0]
         if tag == "value":
             return v[1]

@@ -110,20 +110,17 @@ def _pack_b(panels: Any, at: int, b: Any, bo: int, b_k: int, b_col: int, cols: i
             to, start = U(at + k * nr), U(bo + k * b_k)
             for c in range(U(nr)):
                 panels[to + c] = b[start + c]
-    elif cols >= nr and b_k == 1:  # a whole panel of columns contiguous along k (w.T)
-        width, size = lanes(b.itemsize), b.itemsize
-        source, packed = np.intp(b.ctypes.data), np.intp(panels.ctypes.data)
-        blocked = kc - kc % width
-        for k in range(0, blocked, width):  # square blocks, transposed in registers
-            for c in range(0, nr, width):
-                from_at = source + (bo + k + c * b_col) * size
-                transpose_block(panels, from_at, b_col, packed + (at + k * nr + c) * size, nr)
-        for k in range(blocked, kc):
-            to, row = U(at + k * nr), bo + k
-            for c in range(U(nr)):
-                panels[to + c] = b[U(row + c * b_col)]
     elif cols >= nr:  # a whole panel of strided rows
-        for k in range(kc):
+        first = 0
+        if b_k == 1:  # columns contiguous along k (w.T): square blocks transposed in registers
+            width, size = lanes(b.itemsize), b.itemsize
+            source, packed = np.intp(b.ctypes.data), np.intp(panels.ctypes.data)
+            first = kc - kc % width
+            for k in range(0, first, width):
+                for c in range(0, nr, width):
+                    from_at = source + (bo + k + c * b_col) * size
+                    transpose_block(panels, from_at, b_col, packed + (at + k * nr + c) * size, nr)
+        for k in range(first, kc):  # one cell at a time: every k, or those blocks left
             to, row = U(at + k * nr), bo + k * b_k
             for c in range(U(nr)):
                 panels[to + c] = b[U(row + c * b_col)]
