@@ -5,7 +5,8 @@ points `ReadableFastOps.map`, `zip`, `reduce` and `matmul` (the "readable" backe
 student repository, without minifw/fast_paths/, the "fast" backend runs them too), made
 to run the parallel kernels at every size (not their serial twins for small inputs). The
 shared backend suite (tests/backends/test_tensor_ops.py) already runs every backend on
-float64 layouts. Here the kernels are compared with the reference kernels and numpy for
+float64 layouts. Here the kernels, for a sample of op codes of each kind (each op code
+compiles a copy of its own), are compared with the reference kernels and numpy for
 float64, float32 and int64, on permuted, sliced and broadcast inputs, on shapes big
 enough to split the work across threads, and on strided outputs; matmul runs on odd
 sizes, batched and transposed operands. The expert fast paths are checked against these
@@ -116,19 +117,24 @@ def layout(values: np.ndarray, kind: str) -> TensorData:
 
 # ---- task 3.1: map, zip, reduce ---------------------------------------------------------------
 
-UNARY = [spec for spec in mt.OPS if spec.code is not None and spec.arity == 1]
-BINARY = [spec for spec in mt.OPS if spec.code is not None and spec.arity == 2]
-INT_UNARY = [ops.ID, ops.NEG, ops.ABS]
-INT_BINARY = [ops.ADD, ops.SUB, ops.MUL, ops.MAX, ops.MIN, ops.LT, ops.GT, ops.LE, ops.GE,
-              ops.EQ, ops.NE]  # fmt: skip
+# Each op code compiles its own copy of a readable kernel (about 3 s per op and dtype), and
+# the loops are the same for every op: these tests run a sample of op codes of each kind.
+# Every op code's scalar function runs through every backend in tests/backends/test_op_table.py
+# (and, in a student repository, the "fast" backend runs these kernels for every op there).
+# ADD, SUB, MUL, DIV and NEG also run below in other tests, so they cost no extra compiling.
+UNARY_SAMPLE = ("neg", "log", "sigmoid", "relu")
+BINARY_SAMPLE = ("add", "sub", "mul", "div", "lt", "eq")
+UNARY = [spec for spec in mt.OPS if spec.code is not None and spec.name in UNARY_SAMPLE]
+BINARY = [spec for spec in mt.OPS if spec.code is not None and spec.name in BINARY_SAMPLE]
+INT_UNARY = [ops.NEG, ops.ABS]
+INT_BINARY = [ops.ADD, ops.SUB, ops.MUL, ops.MAX, ops.LT]
 COMPARISONS = {ops.LT, ops.GT, ops.LE, ops.GE, ops.EQ, ops.NE}
 NUMPY_BINARY = {
     ops.ADD: np.add, ops.SUB: np.subtract, ops.MUL: np.multiply, ops.MAX: np.maximum,
     ops.MIN: np.minimum, ops.LT: np.less, ops.GT: np.greater, ops.LE: np.less_equal,
     ops.GE: np.greater_equal, ops.EQ: np.equal, ops.NE: np.not_equal,
 }  # fmt: skip
-BACKWARD = [ops.LOG_BACK, ops.INV_BACK, ops.RELU_BACK, ops.SIGMOID_BACK, ops.EXP_BACK,
-            ops.TANH_BACK, ops.SQRT_BACK, ops.ABS_BACK]  # fmt: skip
+BACKWARD = [ops.LOG_BACK, ops.RELU_BACK]
 REDUCE = {ops.ADD: np.sum, ops.MUL: np.prod, ops.MAX: np.max, ops.MIN: np.min}
 FLOAT_IDS = {"ids": lambda d: np.dtype(d).name}
 
@@ -150,7 +156,7 @@ def test_map_float_ops(
 @given(data=st.data())
 def test_map_int64_ops(fast: TensorBackend, code: int, data: st.DataObject) -> None:
     a = data.draw(mt.strided(dtype=np.int64, elements=values_of(np.int64)))
-    expected = {ops.ID: a.values, ops.NEG: -a.values, ops.ABS: np.abs(a.values)}[code]
+    expected = {ops.NEG: -a.values, ops.ABS: np.abs(a.values)}[code]
     check(fast.map(code, a.data), SIMPLE.map(code, a.data), expected, np.int64)
 
 
@@ -208,7 +214,7 @@ def test_zip_int64_ops_with_broadcasting(
 
 @pytest.mark.task3_1
 @pytest.mark.parametrize("dtype", FLOATS, **FLOAT_IDS)
-@pytest.mark.parametrize("code", [ops.MAX, ops.MIN, ops.POW, *BACKWARD],
+@pytest.mark.parametrize("code", [ops.MAX, ops.POW, *BACKWARD],
                          ids=lambda c: ops.BINARY_NAMES[c])  # fmt: skip
 @given(data=st.data())
 def test_zip_other_binary_codes_match_simple(

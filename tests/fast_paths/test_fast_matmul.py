@@ -239,21 +239,22 @@ def test_dot_products_only_for_narrow_deep_products_contiguous_along_k() -> None
 
 @pytest.mark.parametrize(("shape", "threads"), [((1, 64, 128), 2), ((1, 64, 10), 2),
                                                  ((1, 2048, 2048), 2), ((8, 256, 256), 4),
-                                                 ((1, 1, 1), 2)])  # fmt: skip
-def test_blocks_give_each_thread_tasks_and_keep_blocks_within_bounds(
-    shape: tuple[int, int, int], threads: int
+                                                 ((1, 512, 512), 2), ((3, 100, 40), 2),
+                                                 ((1, 700, 900), 3), ((1, 1, 1), 2)])  # fmt: skip
+@pytest.mark.parametrize("itemsize", [4, 8])
+def test_blocks_give_each_thread_as_many_tasks_and_keep_blocks_within_bounds(
+    shape: tuple[int, int, int], threads: int, itemsize: int
 ) -> None:
     batches, rows, cols = shape
-    row_panels, col_panels = -(-rows // MR), -(-cols // panel_width(4))
-    row_blocks, col_blocks = fm.blocks(np.array(shape), 4, threads)
+    row_panels, col_panels = -(-rows // MR), -(-cols // panel_width(itemsize))
+    row_blocks, col_blocks = fm.blocks(np.array(shape), itemsize, threads)
     assert 1 <= row_blocks <= row_panels and 1 <= col_blocks <= col_panels
     assert -(-row_panels // row_blocks) <= fm.BLOCK_PANELS
     assert -(-col_panels // col_blocks) <= fm.BLOCK_PANELS
     tasks = batches * row_blocks * col_blocks
-    assert tasks >= fm.TASKS_PER_THREAD * threads or (row_blocks, col_blocks) == (
-        row_panels,
-        col_panels,
-    )
+    all_single_panels = (row_blocks, col_blocks) == (row_panels, col_panels)
+    assert tasks >= fm.TASKS_PER_THREAD * threads or all_single_panels
+    assert tasks % threads == 0 or all_single_panels  # the pool gives each an equal run
 
 
 def test_a_product_of_few_rows_is_split_by_columns() -> None:
