@@ -30,21 +30,23 @@ from typing import Any
 
 import numpy as np
 from numba import prange
+from numba.extending import register_jitable
 
 from minifw._jit import njit
 from minifw._threads import thread_count_functions
 from minifw.core.tensor_data import Index
 from minifw.fast_paths.line_loops import SUM_MATH
 from minifw.fast_paths.micro_kernel import (
-    MR,
+    PANEL,
     ROW_STEP,
     VECTOR_BYTES,
-    VECTORS_PER_ROW,
     lanes,
     micro_kernel,
+    panel_rows,
     panel_width,
     prefetch,
     transpose_block,
+    vectors_per_row,
 )
 from minifw.tensor_ops import Storage
 
@@ -62,9 +64,7 @@ def _l1_data_bytes() -> int:
     return 32 * 1024
 
 
-# k per block: a KC x NR panel of b fills half the L1 cache (the a panel and out's tile
-# share the rest): 256 with AVX2 and 32 KiB, 192 with AVX-512 and 48 KiB.
-KC = max(64, _l1_data_bytes() // 2 // (VECTORS_PER_ROW * VECTOR_BYTES))
+L1_BYTES = _l1_data_bytes()
 BLOCK_PANELS = 16  # a task covers at most 16 panels of a (16 MR rows) and 16 of b
 TASKS_PER_THREAD = 4  # fewer, smaller row blocks when a product has fewer tasks than this
 MULTIPLY_ADDS_PER_UNIT = 32  # a product's work, counted as FastOps counts a map's cells
@@ -77,6 +77,18 @@ IN_PLACE_BYTES = 1 << 20  # operands up to this size (1 MiB) are read where they
 DOT_DEPTH = 32  # `_dots` computes narrow serial products of at least this depth
 TWO_ROW_STEPS = 2 * ROW_STEP  # a micro-kernel's rows must be a constant, not an expression
 U = np.uint64  # an index type Numba does not check for negative values
+
+
+@register_jitable
+def k_depth(itemsize: int) -> int:
+    """KC, the k of a block: a KC x NR panel of b fills half the L1 cache.
+
+    The a panel and out's tile share the rest: with 48 KiB (AVX-512) 192 for float32,
+    128 for float64 (NR of 24 cells); 256 with AVX2 and 32 KiB.
+    """
+    return max(64, L1_BYTES // 2 // (vectors_per_row(itemsize) * VECTOR_BYTES))
+
+
 # The packing loops and a task's loop are compiled once each as functions of their own
 # (plain @njit), not inlined into `_matmul`: Numba copies a function's IR into every
 # place it inlines it, and the inlined kernel took 2-3 s longer to compile (8.4 -> 6.0 s
@@ -85,19 +97,19 @@ U = np.uint64  # an index type Numba does not check for negative values
 
 @njit
 def _pack_a(panels: Any, at: int, a: Any, ao: int, a_row: int, a_k: int, rows: int,
-            kc: int) -> None:  # fmt: skip
-    """panels[at + k*MR + r] = a[ao + r*a_row + k*a_k] for k < kc, r < MR; 0 past `rows`."""
-    if rows >= MR:  # a whole panel: no test per cell
+            kc: int, mr: int) -> None:  # fmt: skip
+    """panels[at + k*mr + r] = a[ao + r*a_row + k*a_k] for k < kc, r < mr; 0 past `rows`."""
+    if rows >= mr:  # a whole panel: no test per cell
         for k in range(kc):
             column = ao + k * a_k
-            for r in range(MR):
-                panels[U(at + k * MR + r)] = a[U(column + r * a_row)]
+            for r in range(mr):
+                panels[U(at + k * mr + r)] = a[U(column + r * a_row)]
         return
     for k in range(kc):  # a ragged panel: its rows, then zeros (no test per cell)
-        column, to = ao + k * a_k, at + k * MR
+        column, to = ao + k * a_k, at + k * mr
         for r in range(rows):
             panels[U(to + r)] = a[U(column + r * a_row)]
-        for r in range(rows, MR):
+        for r in range(rows, mr):
             panels[U(to + r)] = 0
 
 
@@ -178,21 +190,21 @@ def _matmul(
     MR x NR tile per task.
     """
     batches, rows, cols, depth = out_shape[0], out_shape[1], out_shape[2], a_shape[2]
-    nr = panel_width(out.itemsize)
+    mr, nr, kc_max = panel_rows(out.itemsize), panel_width(out.itemsize), k_depth(out.itemsize)
     a_n, a_row, a_k = a_strides[0] if a_shape[0] > 1 else 0, a_strides[1], a_strides[2]
     b_n, b_k, b_col = b_strides[0] if b_shape[0] > 1 else 0, b_strides[1], b_strides[2]
     o_n, o_row, o_col = out_strides[0], out_strides[1], out_strides[2]
-    row_panels, col_panels = (rows + MR - 1) // MR, (cols + nr - 1) // nr
+    row_panels, col_panels = (rows + mr - 1) // mr, (cols + nr - 1) // nr
     a_panels, b_panels = a_shape[0] * row_panels, b_shape[0] * col_panels
-    k_blocks, b_start = (depth + KC - 1) // KC, a_panels * MR * depth
+    k_blocks, b_start = (depth + kc_max - 1) // kc_max, a_panels * mr * depth
     if not in_place[0]:
         for panel in prange(a_panels):
             m, p = panel // row_panels, panel % row_panels
             for kb in range(k_blocks):
                 k0, kc = _k_block(kb, k_blocks, depth)
-                ao = m * a_n + p * MR * a_row + k0 * a_k
-                at = _panel_at(0, a_panels, MR, k_blocks, depth, kb, panel)
-                _pack_a(workspace, at, a, ao, a_row, a_k, rows - p * MR, kc)
+                ao = m * a_n + p * mr * a_row + k0 * a_k
+                at = _panel_at(0, a_panels, mr, k_blocks, depth, kb, panel)
+                _pack_a(workspace, at, a, ao, a_row, a_k, rows - p * mr, kc, mr)
     if not in_place[1]:
         for panel in prange(b_panels):
             m, q = panel // col_panels, panel % col_panels
@@ -239,17 +251,18 @@ def _multiply_block(
     a_packed, b_packed, a_panels = not a_source[0], not b_source[0], a_source[5]
     b_start, b_panels = b_source[4], b_source[5]
     o_start, o_row, o_col = o_layout
-    nr, line, size = panel_width(out.itemsize), LINE_BYTES // out.itemsize, out.itemsize
-    tile, ws = np.empty(MR * nr, out.dtype), np.intp(workspace.ctypes.data)
+    mr, nr, kc_max = panel_rows(out.itemsize), panel_width(out.itemsize), k_depth(out.itemsize)
+    line, size = LINE_BYTES // out.itemsize, out.itemsize
+    tile, ws = np.empty(mr * nr, out.dtype), np.intp(workspace.ctypes.data)
     tile_at, out_at = np.intp(tile.ctypes.data), np.intp(out.ctypes.data)
-    k_blocks, calls = (depth + KC - 1) // KC, len(a_span) * len(b_span)
+    k_blocks, calls = (depth + kc_max - 1) // kc_max, len(a_span) * len(b_span)
     for kb in range(k_blocks):
         k0, kc = _k_block(kb, k_blocks, depth)
         # While the micro-kernel works, the next packed panel of b and the next k block
         # of this task's packed a panels are fetched into L2, a share per call (past the
         # last k block, the hints point at cells no one reads: a hint never faults).
-        a_next = _panel_at(0, a_panels, MR, k_blocks, depth, kb + 1, a_span.start)
-        a_share = _lines(len(a_span) * MR * kc, calls, line) if a_packed else 0
+        a_next = _panel_at(0, a_panels, mr, k_blocks, depth, kb + 1, a_span.start)
+        a_share = _lines(len(a_span) * mr * kc, calls, line) if a_packed else 0
         b_share = _lines(nr * kc, len(a_span), line) if b_packed else 0
         for q in b_span:
             col = (q - b_first) * nr
@@ -263,22 +276,22 @@ def _multiply_block(
                 _prefetch(workspace, b_next, b_share, line)
                 _prefetch(workspace, a_next, a_share, line)
                 b_next, a_next = b_next + b_share, a_next + a_share
-                row = (p - a_first) * MR
-                h, w = min(MR, rows - row), min(nr, cols - col)
-                a_at = ws + _panel_at(0, a_panels, MR, k_blocks, depth, kb, p) * size
+                row = (p - a_first) * mr
+                h, w = min(mr, rows - row), min(nr, cols - col)
+                a_at = ws + _panel_at(0, a_panels, mr, k_blocks, depth, kb, p) * size
                 o = o_start + row * o_row + col * o_col
                 # A block of MR, 2 ROW_STEP or ROW_STEP whole rows goes straight into out;
                 # any other through the tile (MR rows: fewer variants, less compiling).
-                kernel_rows = min(MR, (h + ROW_STEP - 1) // ROW_STEP * ROW_STEP)
+                kernel_rows = min(mr, (h + ROW_STEP - 1) // ROW_STEP * ROW_STEP)
                 if h == kernel_rows and w == nr and o_col == 1:
                     a_panel = _a_panel(a_source, a_at, n * a_source[2], row, k0, size)
                     dest = (out_at + o * size, o_row, kb > 0)
                     _micro_kernel(kernel_rows, out, a_panel, b_panel, kc, dest)
                 else:
-                    first_row = row if a_packed else min(row, rows - MR)
+                    first_row = row if a_packed else min(row, rows - mr)
                     a, a_row, a_k = _a_panel(a_source, a_at, n * a_source[2], first_row, k0, size)
                     b, b_k = b_panel
-                    micro_kernel(MR, out, a, a_row, a_k, b, b_k, kc, tile_at, nr, False)
+                    micro_kernel(PANEL, out, a, a_row, a_k, b, b_k, kc, tile_at, nr, False)
                     skip = (row - first_row) * nr + col - first_col
                     _store(out, o, o_row, o_col, tile[skip:], nr, h, w, kb > 0)
 
@@ -290,8 +303,8 @@ def _micro_kernel(rows: int, out: Any, a_panel: Any, b_panel: Any, kc: int, dest
     (Its arguments are spelled out: a constant passed through `*args` is no longer one.)
     """
     (a, a_row, a_k), (b, b_k), (d, d_row, add) = a_panel, b_panel, dest
-    if rows == MR:
-        micro_kernel(MR, out, a, a_row, a_k, b, b_k, kc, d, d_row, add)
+    if rows == panel_rows(out.itemsize):
+        micro_kernel(PANEL, out, a, a_row, a_k, b, b_k, kc, d, d_row, add)
     elif rows == TWO_ROW_STEPS:
         micro_kernel(TWO_ROW_STEPS, out, a, a_row, a_k, b, b_k, kc, d, d_row, add)
     else:
@@ -309,7 +322,7 @@ def _a_panel(source: Any, packed_at: int, origin: int, first_row: int, k0: int,
     in_place, address, _, a_row, a_k, _ = source
     if in_place:
         return address + (origin + first_row * a_row + k0 * a_k) * size, a_row, a_k
-    return packed_at, 1, MR
+    return packed_at, 1, panel_rows(size)
 
 
 @njit(inline="always")
@@ -352,9 +365,9 @@ _workspaces = threading.local()  # per thread: {dtype: array}
 
 def workspace_cells(out_shape: Index, a_shape: Index, b_shape: Index, itemsize: int) -> int:
     """Cells `_matmul` packs: every batch of a in panels of MR rows, of b in NR columns."""
-    nr = panel_width(itemsize)
+    mr, nr = panel_rows(itemsize), panel_width(itemsize)
     rows, cols, depth = int(out_shape[1]), int(out_shape[2]), int(a_shape[2])
-    a_cells = int(a_shape[0]) * _ceil_div(rows, MR) * MR * depth
+    a_cells = int(a_shape[0]) * _ceil_div(rows, mr) * mr * depth
     return a_cells + int(b_shape[0]) * _ceil_div(cols, nr) * nr * depth
 
 
@@ -387,8 +400,10 @@ def blocks(out_shape: Index, itemsize: int, threads: int) -> tuple[int, int]:
     3 x 3 blocks 117-119 GFLOP/s, 3 x 4 124-131).
     """
     batches, rows, cols = (int(size) for size in out_shape)
-    nr = panel_width(itemsize)
-    row_panels, col_panels = _ceil_div(rows, MR), _ceil_div(cols, nr)
+    row_panels, col_panels = (
+        _ceil_div(rows, panel_rows(itemsize)),
+        _ceil_div(cols, panel_width(itemsize)),
+    )
     row_blocks = _ceil_div(row_panels, BLOCK_PANELS)
     col_blocks = _ceil_div(col_panels, BLOCK_PANELS)
     while (tasks := batches * row_blocks * col_blocks) < TASKS_PER_THREAD * threads or (
@@ -431,7 +446,9 @@ def in_place(out_shape: Index, a_shape: Index, b_shape: Index, b_rows: bool,
     rows, cols, depth = int(out_shape[1]), int(out_shape[2]), int(a_shape[2])
     a_small = rows * depth * itemsize <= IN_PLACE_BYTES
     b_small = depth * cols * itemsize <= IN_PLACE_BYTES
-    return a_small and rows >= MR, b_small and b_rows and cols >= panel_width(itemsize)
+    return a_small and rows >= panel_rows(itemsize), b_small and b_rows and cols >= panel_width(
+        itemsize
+    )
 
 
 # (shapes as bytes, b's rows contiguous, itemsize, threads) -> `_plan`: training
@@ -493,7 +510,7 @@ def _dot(a: Any, a_at: int, b: Any, b_at: int, depth: int) -> Any:
 def _dots_pay(out_shape: Index, a_strides: Index, b_strides: Index, depth: int,
               itemsize: int) -> bool:  # fmt: skip
     """True to compute a serial product with `_dots` (see there)."""
-    narrow = out_shape[1] < MR or out_shape[2] < panel_width(itemsize)
+    narrow = out_shape[1] < panel_rows(itemsize) or out_shape[2] < panel_width(itemsize)
     return narrow and depth >= DOT_DEPTH and a_strides[2] == 1 and b_strides[1] == 1
 
 

@@ -19,11 +19,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minifw.fast_paths import matmul as fm
-from minifw.fast_paths.micro_kernel import MR, panel_width
+from minifw.fast_paths.micro_kernel import panel_rows, panel_width
 
 pytestmark = pytest.mark.extra  # expert code: never a course task
 
 DTYPES = [np.float64, np.float32, np.int64]
+
+
+def shape_of(dtype: Any) -> tuple[int, int, int]:
+    """(MR, NR, KC) of the kernel for `dtype`: rows and columns of a panel, k of a block."""
+    itemsize = np.dtype(dtype).itemsize
+    return panel_rows(itemsize), panel_width(itemsize), fm.k_depth(itemsize)
 
 
 def flat(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -97,8 +103,8 @@ def test_matmul_across_block_edges(dtype: Any, parallel: bool) -> None:
     # Several k blocks (the later ones add to out), more row and column panels than a
     # block holds, and a ragged last panel in both: every store path of the kernel.
     rng = np.random.default_rng(3)
-    nr = panel_width(np.dtype(dtype).itemsize)
-    i, k, j = fm.BLOCK_PANELS * MR + 5, 2 * fm.KC + 3, fm.BLOCK_PANELS * nr + 7
+    mr, nr, kc = shape_of(dtype)
+    i, k, j = fm.BLOCK_PANELS * mr + 5, 2 * kc + 3, fm.BLOCK_PANELS * nr + 7
     a = rng.integers(-3, 4, (2, i, k)).astype(dtype)
     b = rng.integers(-3, 4, (1, k, j)).astype(dtype)
     for window in (False, True):
@@ -114,8 +120,8 @@ def test_operands_read_in_place_across_block_edges(
     # ragged last panels that start early (their first rows or columns computed twice,
     # stored once). a is stored transposed in one batch layout, b row-major.
     rng = np.random.default_rng(4)
-    nr = panel_width(np.dtype(dtype).itemsize)
-    i, k, j = 2 * MR + 5, 2 * fm.KC + 3, 3 * nr + 7
+    mr, nr, kc = shape_of(dtype)
+    i, k, j = 2 * mr + 5, 2 * kc + 3, 3 * nr + 7
     a = rng.integers(-3, 4, (2, i, k)).astype(dtype)
     b = rng.integers(-3, 4, (1, k, j)).astype(dtype)
     for a_stored in (a, transposed_storage(a)):
@@ -129,9 +135,9 @@ def test_a_transposed_b_is_packed_by_square_blocks(dtype: Any) -> None:
     # lanes x lanes cells transposed in registers, then the k left over one by one:
     # several k blocks (each starting at a multiple of K_ALIGN), whole and ragged panels.
     rng = np.random.default_rng(8)
-    nr = panel_width(np.dtype(dtype).itemsize)
-    for k in (2 * fm.KC + 3, nr // 2 + 1, 3):
-        a = rng.integers(-3, 4, (1, MR + 1, k)).astype(dtype)
+    mr, nr, kc = shape_of(dtype)
+    for k in (2 * kc + 3, nr // 2 + 1, 3):
+        a = rng.integers(-3, 4, (1, mr + 1, k)).astype(dtype)
         b = transposed_storage(rng.integers(-3, 4, (1, k, 3 * nr + 7)).astype(dtype))
         assert flat(b)[2][1] == 1  # b's k step: a column of b is contiguous
         for in_place in ((False, False), (True, False)):
@@ -146,11 +152,11 @@ def test_every_ragged_row_count_is_stored_once(dtype: Any, a_in_place: bool) -> 
     # starts early). Each row count from MR to 2 MR, a packed (zeros past h) and read
     # in place, over two k blocks (the second adds to out), whole and ragged columns.
     rng = np.random.default_rng(7)
-    nr = panel_width(np.dtype(dtype).itemsize)
-    for rows in range(MR, 2 * MR + 1):
+    mr, nr, kc = shape_of(dtype)
+    for rows in range(mr, 2 * mr + 1):
         for cols in (2 * nr, 2 * nr - 3):
-            a = rng.integers(-3, 4, (1, rows, fm.KC + 5)).astype(dtype)
-            b = rng.integers(-3, 4, (1, fm.KC + 5, cols)).astype(dtype)
+            a = rng.integers(-3, 4, (1, rows, kc + 5)).astype(dtype)
+            b = rng.integers(-3, 4, (1, kc + 5, cols)).astype(dtype)
             out = run_kernel(a, b, 1, (2, 1), (a_in_place, False))
             np.testing.assert_array_equal(out, a @ b, err_msg=f"{rows} x {cols}")
 
@@ -160,7 +166,7 @@ SPLIT_CASES = [
     (rows, cols, place)
     for rows, cols in [(1, 1), (64, 10), (64, 128), (784, 128), (5, 3000)]
     for place in IN_PLACE
-    if not (place[0] and rows < MR) and not (place[1] and cols < panel_width(4))
+    if not (place[0] and rows < panel_rows(4)) and not (place[1] and cols < panel_width(4))
 ]
 
 
@@ -175,7 +181,7 @@ def test_every_task_split_covers_out_once(
     rng = np.random.default_rng(rows)
     a = rng.integers(-3, 4, (1, rows, 9)).astype(np.float32)
     b = rng.integers(-3, 4, (1, 9, cols)).astype(np.float32)
-    row_blocks = min(row_blocks, -(-rows // MR))
+    row_blocks = min(row_blocks, -(-rows // panel_rows(4)))
     col_blocks = min(col_blocks, -(-cols // panel_width(4)))
     np.testing.assert_array_equal(run_kernel(a, b, 1, (row_blocks, col_blocks), in_place), a @ b)
 
@@ -186,14 +192,14 @@ def test_every_task_split_covers_out_once(
         (64, 128, 256, True, 4, (True, True)),  # x @ w: both small
         (64, 128, 784, False, 4, (True, False)),  # x @ w.T: b's columns are strided
         (64, 10, 128, True, 4, (True, False)),  # 10 columns: narrower than a panel of b
-        (MR - 1, 128, 64, True, 4, (False, True)),  # fewer rows than a panel of a
+        (panel_rows(4) - 1, 128, 64, True, 4, (False, True)),  # fewer rows than a panel
         (2048, 2048, 2048, True, 8, (False, False)),  # big: packed
     ],
 )
 def test_in_place_reads_small_operands_whose_panels_fit(
     rows: int, cols: int, depth: int, b_rows: bool, itemsize: int, expected: tuple[bool, bool]
 ) -> None:
-    if MR > 12 or panel_width(itemsize) > 32:
+    if panel_rows(itemsize) > 12 or panel_width(itemsize) > 32:
         pytest.skip("panel sizes of a CPU with wider vectors than AVX-512")
     shapes = (np.array(shape) for shape in ((1, rows, cols), (1, rows, depth), (1, depth, cols)))
     assert fm.in_place(*shapes, b_rows, itemsize) == expected
@@ -218,8 +224,8 @@ def test_narrow_serial_products_take_dot_products(dtype: Any, batches: tuple[int
     # few rows, or few columns, and k from DOT_DEPTH up. Results written into a
     # strided window too; broadcast batches either way.
     rng = np.random.default_rng(6)
-    nr, n = panel_width(np.dtype(dtype).itemsize), max(batches)
-    for i, k, j in ((MR - 1, fm.DOT_DEPTH, 40), (50, fm.DOT_DEPTH + 7, nr - 1), (1, 100, 1)):
+    (mr, nr, _), n = shape_of(dtype), max(batches)
+    for i, k, j in ((mr - 1, fm.DOT_DEPTH, 40), (50, fm.DOT_DEPTH + 7, nr - 1), (1, 100, 1)):
         a = rng.integers(-5, 6, (batches[0], i, k)).astype(dtype)
         b = transposed_storage(rng.integers(-5, 6, (batches[1], k, j)).astype(dtype))
         assert fm._dots_pay(np.array((n, i, j)), flat(a)[2], flat(b)[2], k, a.itemsize)
@@ -246,7 +252,7 @@ def test_blocks_give_each_thread_as_many_tasks_and_keep_blocks_within_bounds(
     shape: tuple[int, int, int], threads: int, itemsize: int
 ) -> None:
     batches, rows, cols = shape
-    row_panels, col_panels = -(-rows // MR), -(-cols // panel_width(itemsize))
+    row_panels, col_panels = -(-rows // panel_rows(itemsize)), -(-cols // panel_width(itemsize))
     row_blocks, col_blocks = fm.blocks(np.array(shape), itemsize, threads)
     assert 1 <= row_blocks <= row_panels and 1 <= col_blocks <= col_panels
     assert -(-row_panels // row_blocks) <= fm.BLOCK_PANELS
