@@ -400,10 +400,8 @@ def blocks(out_shape: Index, itemsize: int, threads: int) -> tuple[int, int]:
     3 x 3 blocks 117-119 GFLOP/s, 3 x 4 124-131).
     """
     batches, rows, cols = (int(size) for size in out_shape)
-    row_panels, col_panels = (
-        _ceil_div(rows, panel_rows(itemsize)),
-        _ceil_div(cols, panel_width(itemsize)),
-    )
+    mr, nr = panel_rows(itemsize), panel_width(itemsize)
+    row_panels, col_panels = _ceil_div(rows, mr), _ceil_div(cols, nr)
     row_blocks = _ceil_div(row_panels, BLOCK_PANELS)
     col_blocks = _ceil_div(col_panels, BLOCK_PANELS)
     while (tasks := batches * row_blocks * col_blocks) < TASKS_PER_THREAD * threads or (
@@ -446,9 +444,8 @@ def in_place(out_shape: Index, a_shape: Index, b_shape: Index, b_rows: bool,
     rows, cols, depth = int(out_shape[1]), int(out_shape[2]), int(a_shape[2])
     a_small = rows * depth * itemsize <= IN_PLACE_BYTES
     b_small = depth * cols * itemsize <= IN_PLACE_BYTES
-    return a_small and rows >= panel_rows(itemsize), b_small and b_rows and cols >= panel_width(
-        itemsize
-    )
+    whole_a, whole_b = rows >= panel_rows(itemsize), cols >= panel_width(itemsize)
+    return a_small and whole_a, b_small and b_rows and whole_b
 
 
 # (shapes as bytes, b's rows contiguous, itemsize, threads) -> `_plan`: training

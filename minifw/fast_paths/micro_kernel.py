@@ -115,8 +115,7 @@ def _micro_kernel(
             for address in (a_address, b_address, dest_address)
         )
         multiply_add = _multiply_add(builder, dtype, vector)
-        nr = width * vectors_per_row(cell_bytes)
-        kernel = _Loop(builder, vector, nr, cell_bytes, block_rows)
+        kernel = _Loop(builder, vector, panel_width(cell_bytes), cell_bytes, block_rows)
         sums = kernel.run(depth, (a_ptr, a_row_step, a_k_step), (b_ptr, b_k_step), multiply_add)
         if accumulate.type != ir.IntType(1):
             accumulate = builder.icmp_unsigned("!=", accumulate, ir.Constant(accumulate.type, 0))
