@@ -3,7 +3,7 @@
 Times the MLP training step of `_training.py` (median of many steps) with one thread on
 the machine as it is, then again while `--busy N` other CPU-bound processes (default:
 as many as there are cores) spin beside it, with minifw's and PyTorch's default thread
-counts. The ratio busy / single-thread is the figure of issue 19 (target: <= 1.5x).
+counts. The ratio busy / single-thread is the figure to watch (target: <= 1.5x).
 """
 
 from __future__ import annotations

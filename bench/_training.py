@@ -147,7 +147,7 @@ def _torch_lenet(torch: Any, channels: tuple[int, int], hidden: int) -> Any:
 def training_step_cases(quick: bool, repeat: int, only: str = "") -> list[str]:
     """Table lines: minifw's and PyTorch's time per training step, and the ratio.
 
-    `only` "mlp" or "lenet" keeps those lines. The target (issue 19) is at least
+    `only` "mlp" or "lenet" keeps those lines. The target is at least
     PyTorch's eager speed: "vs torch" >= 1.
     """
     import minifw as mf

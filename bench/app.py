@@ -21,7 +21,7 @@ threads ("CLI same threads"), to show what the redraws cost apart from the threa
 Each round runs the paths back to back (in alternating order), after one warm-up run
 of each. Reported per case: the median over rounds of the wall time per epoch (start
 to end of the run, observations and evaluations included) of each path, and of the
-ratios app / CLI (the target of issue 21 is <= 1.3) and app / CLI same threads.
+ratios app / CLI (target: <= 1.3) and app / CLI same threads.
 """
 
 from __future__ import annotations

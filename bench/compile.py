@@ -28,7 +28,7 @@ five blocks of `--repeat` calls each; the best time is reported):
   eager, float32.
 
 Ratios are "other time / compiled time": above 1 means the compiled version is faster.
-Targets (issue 8): chain compiled >= 3x eager and faster than numpy; MLP step compiled
+Targets: chain compiled >= 3x eager and faster than numpy; MLP step compiled
 at least as fast as PyTorch.
 """
 

@@ -8,7 +8,7 @@ Each run is a new Python process whose NUMBA_CACHE_DIR is an empty folder, so ev
 kernel the step needs compiles (the "first run only" cost a new user meets). A table
 per run lists its top-level compilations (a kernel's helpers compile inside it and count
 towards it), slowest first, in wall and CPU seconds of the compiling thread (on a shared
-machine the CPU seconds vary less). Target (issue 19): at most 10 s on a quiet 2-core
+machine the CPU seconds vary less). Target: at most 10 s on a quiet 2-core
 machine.
 """
 

@@ -1,4 +1,4 @@
-"""Differential checks against PyTorch, shared by the parity tests (issue 17).
+"""Differential checks against PyTorch, shared by the parity tests.
 
 A case is one function written against the shared API, `fn(lib, *inputs)`, run once with
 `lib = minifw` on a chosen backend and dtype and once with `lib = torch` on the same values.

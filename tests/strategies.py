@@ -287,7 +287,7 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("ge", 2, lambda a, b: a >= b, _cmp(np.greater_equal), (ANY, ANY), False, ops.GE),
     OpSpec("eq", 2, lambda a, b: a == b, _cmp(np.equal), (ANY, ANY), False, ops.EQ),
     OpSpec("ne", 2, lambda a, b: a != b, _cmp(np.not_equal), (ANY, ANY), False, ops.NE),
-    # [elementwise math] (issue 17): one row per family; MORE_OPS below has the others.
+    # [elementwise math]: one row per family; MORE_OPS below has the others.
     # Step functions and the binary ops whose gradient is given code (math_ops.py) are
     # not `differentiable` here: tests/tensor/test_math_ops.py checks them against torch.
     OpSpec("sin", 1, lambda a: a.sin(), np.sin, (ANY,), code=ops.SIN),
@@ -301,7 +301,7 @@ OPS: tuple[OpSpec, ...] = (
     # [end elementwise math]
 )  # fmt: skip
 
-# [elementwise math] (issue 17) The other new elementwise ops, in the same form. They are
+# [elementwise math] The other new elementwise ops, in the same form. They are
 # kept out of OPS so that the shared per-row tests (every backend, dtype and layout) grow
 # by a family's representative only; tests/tensor/test_math_ops.py runs ALL_OPS' new rows.
 MORE_OPS: tuple[OpSpec, ...] = (

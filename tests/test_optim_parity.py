@@ -1,4 +1,4 @@
-"""Optimizers and learning-rate schedules follow PyTorch's trajectories (issue 17).
+"""Optimizers and learning-rate schedules follow PyTorch's trajectories.
 
 Both libraries start from the same parameters and minimise the same small loss (a
 least-squares fit through a tanh layer); after every step the parameters must agree

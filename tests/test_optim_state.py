@@ -1,4 +1,4 @@
-"""Optimizer.load_state_dict checks the state against the parameters (issue 18, item 4).
+"""Optimizer.load_state_dict checks the state against the parameters.
 
 A state tensor of the wrong shape would broadcast silently at the next step; one of
 the wrong kind would fail there or train on nonsense. Both raise a ValueError naming

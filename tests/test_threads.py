@@ -37,7 +37,7 @@ def gauge_after(
         (2, 0.05, 1.9, 2),  # a quiet machine: every core, however busy this process is
         (2, 0.3, 1.0, 2),  # a little background work does not count
         (2, 1.0, 1.0, 1),  # one other CPU-bound process on two cores: run serially
-        (2, 2.0, 0.5, 1),  # two of them (issue 19's busy machine)
+        (2, 2.0, 0.5, 1),  # two of them (a busy machine)
         (16, 4.0, 8.0, 12),  # four busy cores of sixteen: the other twelve
         (16, 16.0, 0.0, 1),
     ],

@@ -2,14 +2,14 @@
 
 from minifw.nn import functional
 from minifw.nn.attention import MultiheadAttention
-from minifw.nn.containers import (  # NN (issue 17)
+from minifw.nn.containers import (
     ModuleDict,
     ModuleList,
     ParameterDict,
     ParameterList,
     Sequential,
 )
-from minifw.nn.layers import (  # NN (issue 17)
+from minifw.nn.layers import (
     ELU,
     GELU,
     SELU,
@@ -48,7 +48,7 @@ from minifw.nn.layers import (  # NN (issue 17)
     Tanh,
     Unflatten,
 )  # fmt: skip
-from minifw.nn.losses import (  # NN (issue 17)
+from minifw.nn.losses import (
     BCELoss,
     BCEWithLogitsLoss,
     CrossEntropyLoss,
@@ -88,7 +88,7 @@ from minifw.tensor.tensor import TensorParameter
 # Parameter(tensor) builds a TensorParameter; registering it makes isinstance agree.
 Parameter.register(TensorParameter)
 
-_LAZY_SUBMODULES = ("init", "utils")  # NN (issue 17): loaded on first use, as attributes
+_LAZY_SUBMODULES = ("init", "utils")  # loaded on first use, as attributes
 
 
 def __getattr__(name: str) -> object:

@@ -226,7 +226,7 @@ def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:  # noqa: A002
     return (input.unsqueeze(-1) == classes).long()
 
 
-# ---- More activations (issue 17): compositions of differentiable tensor operations ------
+# ---- More activations: compositions of differentiable tensor operations ------
 #
 # Each is built from Tensor operations and `Where`, so autograd (and create_graph) comes
 # for free on every backend. Branches that could overflow (exp of a large input) see a

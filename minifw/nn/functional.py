@@ -13,8 +13,8 @@ import numpy as np
 
 from minifw.core import dtypes
 from minifw.core import operators as ops
-from minifw.core.autodiff import no_grad  # NN (issue 17)
-from minifw.nn.activation import (  # NN (issue 17)
+from minifw.core.autodiff import no_grad
+from minifw.nn.activation import (
     dropout,
     dropout1d,
     dropout2d,
@@ -43,7 +43,7 @@ from minifw.nn.activation import (  # NN (issue 17)
 from minifw.nn.attention import scaled_dot_product_attention
 from minifw.nn.conv import unfold
 from minifw.nn.convolution import conv1d, conv2d
-from minifw.nn.losses import (  # NN (issue 17)
+from minifw.nn.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cosine_similarity,
@@ -237,7 +237,7 @@ def layer_norm(
     return out
 
 
-# ---- NN (issue 17): batch and group normalisation ----
+# ---- batch and group normalisation ----
 
 
 def _channel_view(t: Tensor, x: Tensor) -> Tensor:

@@ -448,7 +448,7 @@ class GroupNorm(Module):
         )
 
 
-# ---- Activation modules, identity, reshaping and channel dropout (issue 17) ---------------
+# ---- Activation modules, identity, reshaping and channel dropout ---------------
 
 
 class Identity(Module):

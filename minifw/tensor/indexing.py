@@ -1,4 +1,4 @@
-"""Advanced indexing and the gather family, as PyTorch does them (issue 17).
+"""Advanced indexing and the gather family, as PyTorch does them.
 
 `t[idx]` with int64 tensors, lists or numpy arrays, bool masks, mixed with ints, slices,
 None and `...`; `t[idx] = v`; `gather`, `scatter`, `scatter_add`, `index_select`,

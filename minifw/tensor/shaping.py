@@ -1,4 +1,4 @@
-"""Shape functions of PyTorch's surface (issue 17): views first, copies where PyTorch copies.
+"""Shape functions of PyTorch's surface: views first, copies where PyTorch copies.
 
 Each function takes the tensor first, as `mf.X(t, ...)`; the Tensor methods of the same
 names delegate here. They compose differentiable operations (view, permute, expand,

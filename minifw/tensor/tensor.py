@@ -74,7 +74,7 @@ _SIZES: dict[tuple[int, ...], Size] = {}
 
 
 def _new_size(shape: tuple[int, ...]) -> Size:
-    """The Size of `shape`, remembered for the next `.shape` read (SHAPE, issue 17)."""
+    """The Size of `shape`, remembered for the next `.shape` read (SHAPE)."""
     if len(_SIZES) > 4096:
         _SIZES.clear()
     size = _SIZES[shape] = as_size(shape)
@@ -1059,7 +1059,7 @@ class Tensor:
 
     # ---- Low-level building blocks used by the Functions (no autograd) --------------------
 
-    # ---- SHAPE (issue 17) ----
+    # ---- SHAPE ----
     # Shape functions and tensor creation of PyTorch's surface; see tensor/shaping.py.
     def unflatten(self, dim: int, sizes: Any) -> Tensor:
         """Dim `dim` split into `sizes` (one may be -1)."""
@@ -1195,7 +1195,7 @@ class Tensor:
 
     # ---- end SHAPE ----
 
-    # ---- INDEX (issue 17) ----
+    # ---- INDEX ----
 
     def gather(self, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
         """The values along `dim` at the positions `index` gives (index has self's dims)."""
@@ -1283,7 +1283,7 @@ class Tensor:
 
     # ---- end INDEX ----
 
-    # ---- REDUCE (issue 17) ----
+    # ---- REDUCE ----
     # Reductions, scans, linear algebra and sorting; see tensor/reductions.py,
     # tensor/linalg.py and tensor/sorting.py (imported on use: they import this module).
     def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -1430,7 +1430,7 @@ class Tensor:
 
     # ---- end REDUCE ----
 
-    # ---- MATH (issue 17) ----
+    # ---- MATH ----
     # Elementwise math, rounding, clamp, division modes, comparisons by name and in-place
     # variants; the work is in `math_ops.py` and the op table.
     def sin(self) -> Tensor:
@@ -1818,9 +1818,9 @@ class Tensor:
         """Self + weight * (end - self), in place."""
         return self._inplace(lambda old: old.lerp(end, weight), keep_old=True)
 
-    # ---- end MATH (issue 17) ----
+    # ---- end MATH ----
 
-    # ---- BOOL (issue 17) ----
+    # ---- BOOL ----
     # Logical and bitwise operators, all/any, closeness tests and special values; the
     # work is in `logic.py`. Comparisons are `_compare` above; `bool()`, `int()` and
     # `type()` close the class (their names would shadow the builtins in annotations).
@@ -1921,7 +1921,7 @@ class Tensor:
         """True when self and other have the same shape and values."""
         return logic.equal(self, other)
 
-    # ---- end BOOL (issue 17) ----
+    # ---- end BOOL ----
 
     def _new(self, data: TensorData) -> Tensor:
         return Tensor(data, self.backend)
@@ -2046,7 +2046,7 @@ class Tensor:
         """What `nn.Parameter(self)` returns: a parameter sharing self's storage."""
         return TensorParameter(self.detach(), requires_grad)
 
-    # ---- BOOL (issue 17): conversions named like builtins, last in the class ----
+    # ---- BOOL: conversions named like builtins, last in the class ----
     def bool(self) -> Tensor:
         """As bool: True where nonzero (nan counts as True)."""
         return self.to(_BOOL)

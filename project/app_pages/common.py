@@ -49,7 +49,7 @@ def cuda_available() -> bool:
 
 
 def max_module() -> int | None:
-    """The last course module this session shows (None: every module)."""
+    """The last course module this app shows (None: every module)."""
     value = st.session_state.get(MAX_MODULE_KEY)
     return value if isinstance(value, int) else None
 

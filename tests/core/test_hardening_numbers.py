@@ -1,4 +1,4 @@
-"""Issue 18, item 3: numbers as PyTorch computes them (NaN, -inf, -0., integer powers).
+"""Numbers as PyTorch computes them (NaN, -inf, -0., integer powers).
 
 Each test runs on every backend the `backend` fixture offers. The task tests compare with
 numpy's IEEE values, which are PyTorch's (no PyTorch needed); the `extra` tests compare

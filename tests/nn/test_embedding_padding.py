@@ -1,4 +1,4 @@
-"""`padding_idx` of nn.Embedding and F.embedding is checked as PyTorch does (issue 18, item 4).
+"""`padding_idx` of nn.Embedding and F.embedding is checked as PyTorch does.
 
 Out of range it raises PyTorch's AssertionError at once (not a numpy IndexError later,
 nor a silent zeroing of another row's gradient); negative values in range wrap.

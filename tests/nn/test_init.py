@@ -1,4 +1,4 @@
-"""nn.init and nn.utils (issue 17): statistical checks of the initialisers (bounds, means,
+"""nn.init and nn.utils: statistical checks of the initialisers (bounds, means,
 spreads, orthogonality) against PyTorch's formulas, and gradient clipping against PyTorch."""
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ def test_nll_loss_is_one_node_of_three_launches_and_one_backward_launch(reductio
     logp = mf.tensor(TF.log_softmax(torch.tensor(LOGITS), 1).numpy(), requires_grad=True)
     with mf.profiler.profile() as forward:
         loss = F.nll_loss(logp, mf.tensor(TARGETS), reduction=reduction)
-    # select: unpicked cells read as 0, never -inf * 0 (issue 18)
+    # select: unpicked cells read as 0, never -inf * 0
     assert [e.name for e in forward.events] == ["select", "mul", "reduce_add"]
     assert loss.grad_fn.name() == "NllLossBackward" and loss.shape == ()
     with mf.profiler.profile() as backward:

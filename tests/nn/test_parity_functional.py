@@ -1,4 +1,4 @@
-"""nn.functional activations, losses and normalisations against PyTorch (issue 17).
+"""nn.functional activations, losses and normalisations against PyTorch.
 
 Each case is one function written against both libraries; hypothesis draws the shape,
 the dtype (float64 and float32) and the values (with exact zeros and large magnitudes

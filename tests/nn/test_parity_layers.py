@@ -1,4 +1,4 @@
-"""nn modules against PyTorch (issue 17): batch and group norm with their running
+"""nn modules against PyTorch: batch and group norm with their running
 statistics, reshaping and channel-dropout modules, the new containers and reprs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The app tells the truth (issue 21): fallbacks, messages, formats, no stale values.
+"""The app tells the truth: fallbacks, messages, formats, no stale values.
 
 Pages run headless with AppTest; the job and kernel helpers are tested directly. The app
 is given code, so these tests are `extra` (never graded); they collect without streamlit,

@@ -1,4 +1,4 @@
-"""`mf.device`, `mf.Size` and moving tensors and modules between devices (issue 17).
+"""`mf.device`, `mf.Size` and moving tensors and modules between devices.
 
 Devices and sizes are compared with torch's own objects where the behaviour is
 PyTorch's (equality, hashing, printing, errors); minifw prints `minifw.Size`.

@@ -1,4 +1,4 @@
-"""The gather family against PyTorch (issue 17): gather, scatter, scatter_add,
+"""The gather family against PyTorch: gather, scatter, scatter_add,
 index_select, masked_fill, masked_select, take, take_along_dim, index_put.
 
 Each case is one function of the shared API run on minifw and on torch (tests/parity.py):

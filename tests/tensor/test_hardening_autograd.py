@@ -1,4 +1,4 @@
-"""Autograd hardening (issue 18, item 4): in-place mul/div by a tensor that requires grad,
+"""Autograd hardening: in-place mul/div by a tensor that requires grad,
 sum/mean over `dim=()`, gradient hooks that return the wrong thing, and `.grad` assignment.
 
 Each case is checked against torch (the oracle), forward values and gradients.

@@ -1,4 +1,4 @@
-"""Issue 18, item 2: memory safety and sizes.
+"""Memory safety and sizes.
 
 Shapes whose cells overflow int64, negative strides, non-integer sizes, writes into
 read-only numpy memory and max/argmax over tensors with an empty other dim. Reproducers

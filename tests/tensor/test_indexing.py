@@ -1,4 +1,4 @@
-"""Advanced indexing against PyTorch (issue 17): t[idx], t[mask], t[idx] = v, index_put_.
+"""Advanced indexing against PyTorch: t[idx], t[mask], t[idx] = v, index_put_.
 
 Each case is one function written against the shared API and run on minifw and on torch
 (tests/parity.py): values, dtypes, shapes and the gradients of every float input.

@@ -1,4 +1,4 @@
-"""Linear algebra against PyTorch (issue 17): mm, bmm, mv, dot, outer/ger, addmm, einsum
+"""Linear algebra against PyTorch: mm, bmm, mv, dot, outer/ger, addmm, einsum
 and meshgrid, with values, dtypes, gradients and PyTorch's errors.
 """
 

@@ -1,4 +1,4 @@
-"""Elementwise math of issue 17 against PyTorch: the new op-table rows, division modes,
+"""Elementwise math against PyTorch: the new op-table rows, division modes,
 clamp, lerp, alpha, comparisons by name, in-place variants and the `mf.` functions.
 
 Values, dtypes, shapes and gradients are compared with torch (tests/parity.py) on every

@@ -1,4 +1,4 @@
-"""Reductions and scans against PyTorch (issue 17): values, dtypes and gradients.
+"""Reductions and scans against PyTorch: values, dtypes and gradients.
 
 prod, cumsum, cumprod, logsumexp, norm/vector_norm, var/std with `correction=`,
 var_mean/std_mean, amax/amin, count_nonzero and argmin, each case one function of the

@@ -1,4 +1,4 @@
-"""Shape and creation functions against PyTorch (issue 17): values, dtypes, gradients.
+"""Shape and creation functions against PyTorch: values, dtypes, gradients.
 
 Each case is one function written against the shared API (tests/parity.py), run on
 minifw (every backend) and on torch with the same drawn (a, b, c) array.

@@ -1,4 +1,4 @@
-"""Sorting and searching against PyTorch (issue 17): sort, argsort, msort, topk,
+"""Sorting and searching against PyTorch: sort, argsort, msort, topk,
 kthvalue, unique, nonzero/argwhere, searchsorted and bucketize.
 
 Values of sort, topk and kthvalue carry gradients (checked against PyTorch's); indices
