@@ -321,7 +321,14 @@ def repeat(t: Tensor, *sizes: Any) -> Tensor:
         )
     spread = t.reshape(*(v for s in shape for v in (1, s)))
     wide = spread.expand(*(v for r, s in zip(reps, shape, strict=True) for v in (r, s)))
-    return wide.reshape(*target)
+    return _fresh(wide, target)
+
+
+def _fresh(t: Tensor, shape: Sequence[int]) -> Tensor:
+    """A row-major copy of `t` in `shape`, sharing no cells with `t` (as PyTorch's copies)."""
+    out = t.clone().view(*shape)
+    out._base = None  # its own storage: writes touch no one else's cells
+    return out
 
 
 def tile(t: Tensor, *dims: Any) -> Tensor:
@@ -347,7 +354,7 @@ def repeat_interleave(
     if len(set(counts)) == 1:
         r = counts[0]
         spread = t.unsqueeze(d + 1).expand(*t.shape[: d + 1], r, *t.shape[d + 1 :])
-        return spread.reshape(*t.shape[:d], size * r, *t.shape[d + 1 :])
+        return _fresh(spread, (*t.shape[:d], size * r, *t.shape[d + 1 :]))
     keep = (slice(None),) * d
     pieces = [
         t[keep + (slice(i, i + 1),)].expand(*t.shape[:d], c, *t.shape[d + 1 :])
@@ -392,7 +399,7 @@ def _diagonal_view(data: TensorData, offset: int, d1: int, d2: int) -> TensorDat
     keep = [i for i in range(len(data.shape)) if i not in (d1, d2)]
     start = data.offset + (row * s1 + col * s2 if length else 0)
     return TensorData(
-        data.storage,
+        data.base,  # the whole buffer: `start` counts from its first cell
         tuple(data.shape[i] for i in keep) + (length,),
         tuple(data.strides[i] for i in keep) + (s1 + s2 if length > 1 else 1,),
         start,
