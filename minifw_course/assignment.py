@@ -5,8 +5,12 @@ students' tests/conftest.py reads the course map from it), tests, project and co
 files, leaving out the expert fast paths (`minifw/fast_paths/` and their tests: never a
 course task; FastOps runs the kernels students write when the folder is absent), then:
 
-- stubs every function fenced for a task of `module` or a later module (fences
-  stay, bodies become `raise NotImplementedError("Task x.y: ...")`);
+- stubs every function fenced for a task of any module (fences stay, bodies become
+  `raise NotImplementedError("Task x.y: ...")`): no reference body ships, not even an
+  earlier module's, since students carry their own work forward (`sync`); staff who
+  release module M's solutions after its deadline pass `solutions_through=M`
+  (`--with-solutions-through M`), which keeps the bodies of modules 0..M;
+- leaves out the files that only later modules need (`LATER_FILES`);
 - makes SimpleOps the CPU default up to module 3 (FastOps' kernels are stubs there);
 - removes the tests of later modules, the `extra` tests (never graded) and the `staff`
   tests (whole files, single tests or classes of mixed files; see prune.py), and the
@@ -34,6 +38,15 @@ from minifw_course.docs import (
 from minifw_course.fences import Stub, python_files, scan_fences, stub_source
 from minifw_course.prune import prune_tests
 from minifw_course.tasks import MODULES, TASKS, tasks_of_module
+
+# Files that only a later module needs, by the module that first needs them: a student
+# repository of an earlier module leaves them out. Nothing an earlier module runs imports
+# them (the tests of test_student_repos.py run every module's repository).
+LATER_FILES = {
+    3: ("minifw/cuda_ops.py", "project/fast_network.py", "project/run_fast_tensor.py",
+        "project/parallel_check.py"),
+    4: ("project/run_digits.py",),
+}  # fmt: skip
 
 COPIED_DIRS = ("minifw", "minifw_course", "tests", "project")
 # Expert kernels and their tests: the student repository runs the kernels students write.
@@ -80,11 +93,22 @@ class AssignmentError(RuntimeError):
     """The assignment cannot be written (bad module, bad output folder)."""
 
 
-def make_assignment(src: Path, out: Path, module: int, force: bool = False) -> AssignmentReport:
-    """Write the student repository of `module` into `out` from the repository `src`."""
+def make_assignment(
+    src: Path, out: Path, module: int, force: bool = False, solutions_through: int = -1
+) -> AssignmentReport:
+    """Write the student repository of `module` into `out` from the repository `src`.
+
+    Every task body is a stub except those of modules 0..`solutions_through` (none by
+    default), which must be earlier than `module`.
+    """
     src, out = src.resolve(), out.resolve()
     if module not in MODULES:
         raise AssignmentError(f"module {module} is not in the course map (modules {MODULES})")
+    if solutions_through >= module:
+        raise AssignmentError(
+            f"--with-solutions-through {solutions_through} would give away module "
+            f"{module}'s own solutions: release only earlier modules' (at most {module - 1})"
+        )
     if not (src / "minifw").is_dir():
         raise AssignmentError(f"{src} has no minifw/ package: is it the reference repository?")
     if (
@@ -101,12 +125,12 @@ def make_assignment(src: Path, out: Path, module: int, force: bool = False) -> A
     _check_left_out_unfenced(scan)
     guide = _guide(src, module, scan)
     out.mkdir(parents=True, exist_ok=True)
-    _copy(src, out)
+    _copy(src, out, module)
     report = AssignmentReport(module, out)
-    _stub_sources(out, module, report)
+    _stub_sources(out, solutions_through, report)
     _set_default_backend(out, module)
     _prune_tests(out, module, report)
-    _write_extras(out, module, scan, guide)
+    _write_extras(out, module, scan, guide, solutions_through)
     _check_parses(out)
     return report
 
@@ -122,13 +146,16 @@ def _check_left_out_unfenced(scan: dict[str, dict[str, list[str]]]) -> None:
                 )
 
 
-def _copy(src: Path, out: Path) -> None:
+def _copy(src: Path, out: Path, module: int) -> None:
     for name in COPIED_DIRS:
         if (src / name).is_dir():
             shutil.copytree(src / name, out / name, ignore=IGNORED)
     for name in LEFT_OUT:
         if (out / name).exists():
             shutil.rmtree(out / name)
+    for later, names in LATER_FILES.items():
+        for name in names if later > module else ():
+            (out / name).unlink(missing_ok=True)
     for name in COPIED_FILES:
         if (src / name).is_file():
             (out / name).parent.mkdir(parents=True, exist_ok=True)
@@ -140,8 +167,8 @@ def _copy(src: Path, out: Path) -> None:
         stale.unlink()
 
 
-def _stub_sources(out: Path, module: int, report: AssignmentReport) -> None:
-    stub_tasks = {task.id for task in TASKS if task.module >= module}
+def _stub_sources(out: Path, solutions_through: int, report: AssignmentReport) -> None:
+    stub_tasks = {task.id for task in TASKS if task.module > solutions_through}
     for path in python_files(out):
         name = path.relative_to(out).as_posix()
         source = path.read_text("utf-8")
@@ -198,12 +225,20 @@ def _guide(src: Path, module: int, scan: dict[str, dict[str, list[str]]]) -> str
 
 
 def _write_extras(
-    out: Path, module: int, scan: dict[str, dict[str, list[str]]], guide: str
+    out: Path,
+    module: int,
+    scan: dict[str, dict[str, list[str]]],
+    guide: str,
+    solutions_through: int = -1,
 ) -> None:
     (out / "README.md").write_text(render_student_readme(module, scan), "utf-8")
     (out / "docs").mkdir(exist_ok=True)
     (out / "docs" / f"module{module}.md").write_text(guide, "utf-8")
-    record = {"module": module, "tasks": [task.id for task in tasks_of_module(module)]}
+    record = {
+        "module": module,
+        "tasks": [task.id for task in tasks_of_module(module)],
+        "solutions_through": solutions_through if solutions_through >= 0 else None,
+    }
     target = out / ASSIGNMENT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(record, indent=2) + "\n", "utf-8")

@@ -31,10 +31,11 @@ from pathlib import Path
 from minifw_course.assignment import AssignmentError, make_assignment
 from minifw_course.tasks import TASKS
 
-# What the graded tests import (torch and the app are never needed: tests that want them
-# skip, and tests the staff copy skips are left out of a task's denominator).
+# What the graded tests and the task files they import need (torch and the app never:
+# a test that needs them is `extra`, never graded). tqdm: project/cli.py (task 1.5).
 GRADING_PACKAGES = (
     "numpy", "numba", "llvmlite", "pytest", "pytest-timeout", "hypothesis", "scikit-learn",
+    "tqdm",
 )  # fmt: skip
 NUMBA_CACHE = "numba-cache"
 

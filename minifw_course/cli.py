@@ -12,6 +12,7 @@ from pathlib import Path
 
 from minifw_course.assignment import AssignmentError, assignment_module, make_assignment
 from minifw_course.autograder import make_autograder
+from minifw_course.bundle_check import BundleCheckError, check_bundle
 from minifw_course.docs import DocsError, write_docs
 from minifw_course.fences import FenceError, scan_fences
 from minifw_course.grade import VISIBILITIES, GradeError, default_staff, grade, parse_tasks
@@ -30,6 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("out", type=Path, help="output folder (must be empty or absent)")
     make.add_argument("--repo", type=Path, default=Path("."), help="reference repository")
     make.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+    make.add_argument(
+        "--with-solutions-through",
+        type=int,
+        default=-1,
+        metavar="M",
+        help="keep the reference bodies of modules 0..M (after their deadline); "
+        "by default every task of every module is a stub",
+    )
 
     bundle = commands.add_parser(
         "make-autograder", help="write Gradescope's autograder zip for a module"
@@ -37,6 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument("--module", type=int, required=True, help="course module number")
     bundle.add_argument("out", type=Path, help="the zip file to write")
     bundle.add_argument("--repo", type=Path, default=Path("."), help="reference repository")
+
+    check_bundle = commands.add_parser(
+        "check-bundle",
+        help="build a module's bundle, set it up from its requirements.txt alone, and "
+        "check that the reference scores full and the stubs 0",
+    )
+    check_bundle.add_argument("--module", type=int, required=True, help="course module number")
+    check_bundle.add_argument("--repo", type=Path, default=Path("."), help="reference repository")
+    check_bundle.add_argument(
+        "--keep", type=Path, help="an empty folder to keep the Gradescope-shaped tree in"
+    )
 
     grade_cmd = commands.add_parser("grade", help="grade a submission task by task")
     grade_cmd.add_argument("--tasks", help="comma-separated task ids, e.g. 2.1,2.2")
@@ -83,7 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "make-assignment":
-            report = make_assignment(args.repo, args.out, args.module, force=args.force)
+            report = make_assignment(args.repo, args.out, args.module, force=args.force,
+                                     solutions_through=args.with_solutions_through)  # fmt: skip
             print(report.summary())
             return 0
         if args.command == "make-autograder":
@@ -91,6 +112,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote {args.out}: {len(names)} files, module {args.module} staff copy, "
                   "setup.sh, run_autograder, requirements.txt")  # fmt: skip
             return 0
+        if args.command == "check-bundle":
+            check = check_bundle(args.repo, args.module, keep=args.keep)
+            print(check.summary())
+            for problem in check.problems():
+                print(f"PROBLEM {problem}")
+            print(
+                f"module {args.module}: the bundle is " + ("wrong" if check.problems() else "good")
+            )
+            return 1 if check.problems() else 0
         if args.command == "grade":
             return _grade(args, parser)
         if args.command == "check-markers":
@@ -108,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in write_docs(args.repo, scan_fences(args.repo.resolve())):
             print(f"wrote {path}")
         return 0
-    except (AssignmentError, FenceError, DocsError) as error:
+    except (AssignmentError, FenceError, DocsError, BundleCheckError, GradeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

@@ -151,11 +151,12 @@ def task_test_files(repo: Path, task: Task) -> list[str] | None:
 def submission_paths(staff_tree: Path, tasks: Sequence[Task]) -> list[str]:
     """The paths the submission supplies (a folder ends with "/"), never a test file.
 
-    They are the files that fence a task of a graded module, plus the catalog's paths of
-    those tasks (`project/` for the training tasks).
+    They are the files that fence a task of a graded module or an earlier one (students
+    carry their work forward), plus the catalog's paths of those tasks (`project/`).
     """
-    modules = {task.module for task in tasks}
-    ids = [task.id for task in TASKS if task.module in modules]
+    # earlier modules' task files too: the staff copy holds no solution of any module
+    last = max((task.module for task in tasks), default=-1)
+    ids = [task.id for task in TASKS if task.module <= last]
     try:
         scan = scan_fences(staff_tree)
     except FenceError as error:

@@ -23,26 +23,41 @@ from minifw_course.fences import FenceError, scan_fences
 pytestmark = pytest.mark.staff
 
 
-def test_module_1_stubs_module_1_and_later_and_keeps_module_0(make_mini_repo, tmp_path):
+def test_module_1_stubs_every_task_of_every_module(make_mini_repo, tmp_path):
     out = tmp_path / "student"
     report = make_assignment(make_mini_repo(), out, 1)
     stubs = {name: [(s.task, s.qualname) for s in found] for name, found in report.stubs.items()}
     assert stubs == {
-        "minifw/ops.py": [("1.1", "square_back")],
+        "minifw/ops.py": [("0.1", "mul"), ("1.1", "square_back")],
         "minifw/strided.py": [("2.1", "Strided.strides")],
     }
     ops = (out / "minifw/ops.py").read_text()
-    assert "return x * y" in ops and "@functools.lru_cache(maxsize=None)" in ops
+    assert "return x * y" not in ops and "@functools.lru_cache(maxsize=None)" in ops
     assert "return 2.0 * x * d" not in ops and "the hint below" not in ops
     assert "raise NotImplementedError(" in ops
     assert "Task 1.1: implement square_back: Return d times the derivative of x * x." in ops
+    assert "Task 0.1: implement mul: Return x * y." in ops
     assert "docs/module1.md)" in ops  # the guide to read, maybe on the next line
     assert "# BEGIN TASK 1.1" in ops and "# END TASK 1.1" in ops
     assert "return x + 1.0" in ops  # unfenced code stays
     strided = (out / "minifw/strided.py").read_text()
     assert 'kind = "row-major"' in strided and "step *= size" not in strided
+    record = json.loads((out / "minifw_course/assignment.json").read_text())
+    assert record["solutions_through"] is None
     for path in out.rglob("*.py"):
         ast.parse(path.read_text(), str(path))
+
+
+def test_staff_may_release_earlier_solutions_but_never_the_modules_own(make_mini_repo, tmp_path):
+    repo = make_mini_repo()
+    report = make_assignment(repo, tmp_path / "student", 1, solutions_through=0)
+    assert sorted(s.task for found in report.stubs.values() for s in found) == ["1.1", "2.1"]
+    assert "return x * y" in (tmp_path / "student/minifw/ops.py").read_text()
+    record = json.loads((tmp_path / "student/minifw_course/assignment.json").read_text())
+    assert record["solutions_through"] == 0
+    with pytest.raises(AssignmentError, match="would give away module 1's own solutions"):
+        make_assignment(repo, tmp_path / "other", 1, solutions_through=1)
+    assert not (tmp_path / "other").exists()
 
 
 def test_module_1_removes_later_tests_and_writes_readme_docs_and_record(make_mini_repo, tmp_path):
@@ -70,7 +85,7 @@ def test_generated_repo_runs_earlier_tests_green_and_current_ones_red(
     make_mini_repo, tmp_path, tests_in
 ):
     out = tmp_path / "student"
-    make_assignment(make_mini_repo(), out, 1)
+    make_assignment(make_mini_repo(), out, 1, solutions_through=0)
     earlier = tests_in(out, "-q", "-m", "task0_1")
     assert earlier.returncode == 0, earlier.stdout + earlier.stderr
     assert "4 passed" in earlier.stdout
@@ -102,9 +117,11 @@ def test_module_0_stubs_everything_and_keeps_only_module_0_tests(
     assert "NotImplementedError: Task 0.1: implement mul: Return x * y." in run.stdout
 
 
-def test_module_2_keeps_module_0_and_1_code(make_mini_repo, tmp_path, tests_in):
+def test_module_2_with_solutions_through_1_keeps_module_0_and_1_code(
+    make_mini_repo, tmp_path, tests_in
+):
     out = tmp_path / "student2"
-    report = make_assignment(make_mini_repo(), out, 2)
+    report = make_assignment(make_mini_repo(), out, 2, solutions_through=1)
     assert list(report.stubs) == ["minifw/strided.py"] and not report.removed_tests
     run = tests_in(out, "-q", "-m", "task0_1 or task1_1")
     assert run.returncode == 0 and "6 passed" in run.stdout
@@ -199,14 +216,18 @@ def test_command_line(make_mini_repo, tmp_path, course_cli):
         "make-assignment", "--module", "1", str(out), "--repo", str(repo), cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
-    assert (
-        "1 functions stubbed" not in done.stdout
-        and "2 functions stubbed in 2 files" in done.stdout
-    )
+    assert "3 functions stubbed in 2 files" in done.stdout
     again = course_cli(
         "make-assignment", "--module", "1", str(out), "--repo", str(repo), cwd=tmp_path
     )
     assert again.returncode == 2 and "not empty" in again.stderr
+    released = course_cli("make-assignment", "--module", "1", str(out), "--repo", str(repo),
+                          "--force", "--with-solutions-through", "0", cwd=tmp_path)  # fmt: skip
+    assert released.returncode == 0 and "2 functions stubbed in 2 files" in released.stdout
+    refused = course_cli("make-assignment", "--module", "1", str(out), "--repo", str(repo),
+                         "--force", "--with-solutions-through", "1", cwd=tmp_path)  # fmt: skip
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "would give away module 1's own solutions" in refused.stderr
 
 
 def test_generated_files_parse(make_mini_repo, tmp_path: Path):
