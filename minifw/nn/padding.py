@@ -70,6 +70,13 @@ def _check(t: Tensor, pad: Sequence[int], mode: str) -> list[tuple[int, int, int
         )
     pairs = [(t.dim() - 1 - i, int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(len(pad) // 2)]
     if mode == "constant":
+        for dim, before, after in pairs:
+            left = t.shape[dim] + min(before, 0) + min(after, 0)
+            if left < 0:
+                raise RuntimeError(
+                    f"narrow(): length must be non-negative. (pad: cropping ({before}, {after}) "
+                    f"from dim {dim} of an input of shape {t.shape} leaves {left} cells)"
+                )
         return pairs
     if not len(pairs) + 1 <= t.dim() <= len(pairs) + 2:
         raise NotImplementedError(

@@ -2085,6 +2085,7 @@ def tensor(
         values = data.detach().cpu().numpy() if is_tensor(data) else np.asarray(data)
     except ValueError as error:
         raise ValueError(f"can't build a tensor from ragged nested lists ({error})") from None
+    values = _refuse_overflow(data, values, dtype)
     if values.dtype == object or values.dtype.kind not in "biuf":
         raise TypeError(
             f"can't build a tensor from {type(data).__name__} holding {values.dtype} values; "
@@ -2094,6 +2095,38 @@ def tensor(
     chosen = backend_for(device, backend)
     made = Tensor(chosen.from_numpy(values.astype(kind.numpy)), chosen)
     return made.requires_grad_(requires_grad) if requires_grad else made
+
+
+def _refuse_overflow(data: Any, values: np.ndarray, dtype: Any) -> np.ndarray:
+    """`values`, refusing integers int64 cannot hold in an int tensor (PyTorch's error)."""
+    wants_float = dtype is not None and dtypes.as_dtype(dtype).is_floating_point
+    top = np.iinfo(np.int64).max
+    if isinstance(data, np.ndarray | np.generic):
+        flat = values.reshape(-1)
+        big = flat[flat > top] if values.dtype.kind == "u" and not wants_float else flat[:0]
+        if big.size:
+            raise ValueError(
+                f"can't build an int64 tensor from a {values.dtype} array holding "
+                f"{big[:3].tolist()} (above int64's max {top}); minifw has no "
+                f"unsigned 64-bit dtype: pass dtype=mf.float64 or convert the array first"
+            )
+    elif values.dtype.kind in "uO" or values.dtype.kind == "f" and np.any(abs(values) >= 2.0**63):
+        stack, has_float, huge = [data], False, None
+        while stack:
+            item = stack.pop()
+            if isinstance(item, list | tuple):
+                stack.extend(item)
+            has_float = has_float or isinstance(item, float)
+            if type(item) is int and not -top - 1 <= item <= top:
+                huge = item
+        if huge is not None and not (wants_float if dtype is not None else has_float):
+            raise ValueError(
+                f"Overflow when unpacking long long: {huge} does not fit in int64 "
+                f"(pass dtype=mf.float64 for a float tensor)"
+            )
+        if huge is not None and values.dtype == object:
+            return np.asarray(data, dtype=np.float64)  # PyTorch's float tensor
+    return values
 
 
 def _infer_dtype(data: Any, values: np.ndarray) -> dtypes.DType:
