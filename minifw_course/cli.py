@@ -17,6 +17,7 @@ from minifw_course.docs import DocsError, write_docs
 from minifw_course.fences import FenceError, scan_fences
 from minifw_course.grade import VISIBILITIES, GradeError, default_staff, grade, parse_tasks
 from minifw_course.markers import check_markers, collect
+from minifw_course.sync import SyncError, sync
 from minifw_course.task_check import all_problems, check_tasks
 from minifw_course.tasks import TASKS, tasks_of_module
 
@@ -46,6 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument("--module", type=int, required=True, help="course module number")
     bundle.add_argument("out", type=Path, help="the zip file to write")
     bundle.add_argument("--repo", type=Path, default=Path("."), help="reference repository")
+
+    sync_cmd = commands.add_parser(
+        "sync", help="copy your fenced work from an earlier module's repository into a new one"
+    )
+    sync_cmd.add_argument("old", type=Path, help="the earlier module's repository (OLD_REPO)")
+    sync_cmd.add_argument("new", type=Path, help="the new module's repository (NEW_REPO)")
+    sync_cmd.add_argument(
+        "--force", action="store_true", help="also replace fences of NEW_REPO that are not stubs"
+    )
 
     check_bundle = commands.add_parser(
         "check-bundle",
@@ -112,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote {args.out}: {len(names)} files, module {args.module} staff copy, "
                   "setup.sh, run_autograder, requirements.txt")  # fmt: skip
             return 0
+        if args.command == "sync":
+            print(sync(args.old, args.new, force=args.force).summary())
+            return 0
         if args.command == "check-bundle":
             check = check_bundle(args.repo, args.module, keep=args.keep)
             print(check.summary())
@@ -138,7 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in write_docs(args.repo, scan_fences(args.repo.resolve())):
             print(f"wrote {path}")
         return 0
-    except (AssignmentError, FenceError, DocsError, BundleCheckError, GradeError) as error:
+    except (
+        AssignmentError,
+        FenceError,
+        DocsError,
+        BundleCheckError,
+        GradeError,
+        SyncError,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
