@@ -24,11 +24,13 @@ course task; FastOps runs the kernels students write when the folder is absent),
 from __future__ import annotations
 
 import ast
+import configparser
 import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from minifw_course.classroom import WORKFLOW_PATH, classroom_workflow
 from minifw_course.docs import (
     DocsError,
     render_module_page,
@@ -60,6 +62,8 @@ STAFF_TESTS = "tests/course"
 # The last module whose student repository runs on SimpleOps by default.
 LAST_SIMPLE_MODULE = 3
 ASSIGNMENT_FILE = "minifw_course/assignment.json"
+# The reference's extras a student repository keeps as they are (its `test` is its own).
+STUDENT_EXTRAS = ("app", "oracle", "cuda")
 _MODULE_OF = {task.id: task.module for task in TASKS}
 
 
@@ -131,6 +135,10 @@ def make_assignment(
     _set_default_backend(out, module)
     _prune_tests(out, module, report)
     _write_extras(out, module, scan, guide, solutions_through)
+    _write_student_extras(out, module)
+    workflow = out / WORKFLOW_PATH
+    workflow.parent.mkdir(parents=True, exist_ok=True)
+    workflow.write_text(classroom_workflow(module), "utf-8")
     _check_parses(out)
     return report
 
@@ -242,6 +250,45 @@ def _write_extras(
     target = out / ASSIGNMENT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(record, indent=2) + "\n", "utf-8")
+
+
+def student_test_extra(module: int) -> list[str]:
+    """What `pip install -e ".[test]"` adds in a module's repository: the graded tests' needs.
+
+    numpy and numba come with the package itself; tqdm from module 1 on (project/cli.py,
+    the training scripts), scikit-learn from module 4 on (the digits).
+    """
+    extra = ["pytest>=7", "pytest-timeout", "hypothesis>=6.80"]
+    extra += ["tqdm"] if module >= 1 else []
+    return extra + (["scikit-learn"] if module >= 4 else [])
+
+
+def _write_student_extras(out: Path, module: int) -> None:
+    """Give the student repository's setup.cfg light extras: test, app, oracle, cuda.
+
+    The reference's `test` extra is the development environment (PyTorch, the app, the
+    linters); a student installs the app (`[app]`) and the PyTorch oracle (`[oracle]`)
+    only when they want them.
+    """
+    path = out / "setup.cfg"
+    if not path.is_file():
+        return
+    text = path.read_text("utf-8")
+    config = configparser.ConfigParser()
+    config.read_string(text)
+    section = "options.extras_require"
+    extras = {"test": student_test_extra(module)}
+    for name in STUDENT_EXTRAS:
+        if config.has_section(section) and config.has_option(section, name):
+            extras[name] = config.get(section, name).split()
+    body = "".join(f"{name} =\n" + "".join(f"    {req}\n" for req in reqs) for name, reqs in
+                   extras.items())  # fmt: skip
+    if not config.has_section(section):
+        text = text.rstrip("\n") + f"\n\n[{section}]\n"
+    start = text.index(f"[{section}]")
+    after = text.find("\n[", start + 1)
+    rest = text[after + 1 :] if after != -1 else ""
+    path.write_text(f"{text[:start]}[{section}]\n{body}\n{rest}", "utf-8")
 
 
 def _check_parses(out: Path) -> None:

@@ -17,7 +17,9 @@ end up in `/autograder/results/results.json`. The bundle holds:
 
 Both scripts read AUTOGRADER_ROOT (default /autograder) and MINIFW_PYTHON (default the
 bundle's venv), and run_autograder MINIFW_GRADE_USER (grade's --user), so a test can run
-them in a temporary folder with the current interpreter.
+them in a temporary folder with the current interpreter. run_autograder's default user
+is "fresh": the tests always run as a fresh user id, and grading stops with an error
+rather than fall back to root when that user cannot run the interpreter.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import zipfile
 from pathlib import Path
 
 from minifw_course.assignment import AssignmentError, make_assignment
-from minifw_course.tasks import TASKS
+from minifw_course.tasks import has_cuda_tasks
 
 # What the graded tests and the task files they import need (torch and the app never:
 # a test that needs them is `extra`, never graded). tqdm: project/cli.py (task 1.5).
@@ -71,7 +73,7 @@ cd "$root/source"
 "$python" -m minifw_course grade \\
     --module %(module)d --staff "$root/source" --repo "$root/submission" \\
     --json "$root/results/results.json" --python "$python" \\
-    ${MINIFW_GRADE_USER:+--user "$MINIFW_GRADE_USER"}
+    --user "${MINIFW_GRADE_USER:-fresh}"
 """
 
 
@@ -114,7 +116,7 @@ def cuda_simulator_line(module: int) -> str:
     Gradescope's machines have no GPU; without the simulator the staff copy skips the
     CUDA tests and tasks 3.3 and 3.4 would have nothing to score.
     """
-    if not any(task.module == module and "CUDA" in task.title for task in TASKS):
+    if not has_cuda_tasks(module):
         return ""
     return "# No GPU on the grading machine: the CUDA tasks run on Numba's simulator.\n" + (
         'export NUMBA_ENABLE_CUDASIM="${NUMBA_ENABLE_CUDASIM:-1}"\n'

@@ -51,3 +51,8 @@ MODULES = sorted({task.module for task in TASKS})
 def tasks_of_module(module: int) -> list[Task]:
     """The tasks of one course module, in order."""
     return [task for task in TASKS if task.module == module]
+
+
+def has_cuda_tasks(module: int) -> bool:
+    """True for the module whose tasks are CUDA kernels (graded on Numba's simulator)."""
+    return any(task.module == module and "CUDA" in task.title for task in TASKS)

@@ -5,6 +5,7 @@ graded tests that never skip themselves (a skip scores 0, so the reference would
 from __future__ import annotations
 
 import ast
+import configparser
 import os
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from minifw_course.assignment import LATER_FILES, make_assignment
+from minifw_course.catalog import TASK_INFO
+from minifw_course.classroom import COMMAND_GRADER, WORKFLOW_PATH, step_id
 from minifw_course.prune import _Reader, task_labels
 from minifw_course.tasks import MODULES, tasks_of_module
 from minifw_course.twins import Twin, canonical_body, find_twins, reference_bodies
@@ -127,3 +130,40 @@ def test_every_task_test_of_a_student_repository_collects(module: int, student) 
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     assert "error" not in done.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_the_classroom_workflow_has_one_step_per_task_with_its_points(
+    module: int, student
+) -> None:
+    text = (student(module) / WORKFLOW_PATH).read_text("utf-8")
+    tasks = tasks_of_module(module)
+    assert text.count(f"uses: {COMMAND_GRADER}") == len(tasks)
+    for task in tasks:
+        step = text.split(f"id: {step_id(task)}\n", 1)[1].split("- name:", 1)[0]
+        assert f'command: "python -m pytest -q -p no:cacheprovider -m {task.marker}"' in step
+        assert f"max-score: {TASK_INFO[task.id].points:g}\n" in step
+        assert (
+            f'{step_id(task).upper()}_RESULTS: "${{{{steps.{step_id(task)}.outputs.result}}}}"'
+            in text
+        )
+    assert f"runners: {','.join(step_id(t) for t in tasks)}\n" in text
+    assert 'pip install -e ".[test]"' in text and "HYPOTHESIS_PROFILE" in text
+    assert ("NUMBA_ENABLE_CUDASIM" in text) == (module == 3)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_the_student_test_extra_is_light(module: int, student) -> None:
+    config = configparser.ConfigParser()
+    config.read(student(module) / "setup.cfg")
+    extras = {name: config.get("options.extras_require", name).split()
+              for name in config.options("options.extras_require")}  # fmt: skip
+    names = {req.split(">")[0].split("=")[0] for req in extras["test"]}
+    assert {"pytest", "pytest-timeout", "hypothesis"} <= names
+    assert names <= {"pytest", "pytest-timeout", "hypothesis", "tqdm", "scikit-learn"}
+    assert ("tqdm" in names) == (module >= 1) and ("scikit-learn" in names) == (module >= 4)
+    assert any(req.startswith("torch") for req in extras["oracle"])
+    assert any(req.startswith("streamlit") for req in extras["app"])
+    readme = (student(module) / "README.md").read_text("utf-8")
+    assert '".[app]"' in readme and '".[oracle]"' in readme
+    assert ("minifw.course sync" in readme) == (module > 0)
