@@ -26,9 +26,15 @@ parser only: loading a file never executes code. Every node is validated (each
 node that names an array, not only the first), and a truncated, corrupted or
 foreign file raises `SerializationError` naming the path. Members must be stored
 uncompressed, as `save` writes them: a compressed member is refused before it is
-inflated, and a member's size must match its header and the manifest, so a file
-cannot make `load` allocate more than the file holds. Each array is read once,
-into the memory the loaded CPU tensor keeps (no intermediate copies).
+inflated, every member's bytes (local header and data) must lie inside the file
+without overlapping another's (checked here, on every Python), and a member's size
+must match its header and the manifest, so a file cannot make `load` allocate more
+than the file holds. A bool array must hold only the bytes 0 and 1. Each array is
+read once, into the memory the loaded CPU tensor keeps (no intermediate copies).
+
+A tensor saved on a device this machine cannot use (a GPU checkpoint on a CPU-only
+machine) raises a RuntimeError naming the device and suggesting `map_location="cpu"`;
+`load` reads from a path or a seekable stream only.
 
 Saving to a path writes a temporary file `.tmp-mfsave-HOST-PID-XXXX.mfz` in the
 same directory, flushes and fsyncs it, then renames it over the target with
@@ -41,12 +47,14 @@ user and untouched for `STALE_AFTER_S` seconds (never a live process's file).
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import re
 import socket
 import stat
+import struct
 import tempfile
 import threading
 import time
@@ -55,6 +63,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from minifw.core.device import device_type, is_device_like
 from minifw.nn.module import Parameter
 from minifw.tensor.tensor import Tensor, backend_for
 
@@ -65,11 +74,16 @@ STALE_AFTER_S = 10.0  # a dead save's temp file is removed once untouched this l
 _TEMP = ".tmp-mfsave-"
 _TEMP_NAME = re.compile(r"\.tmp-mfsave-(?P<host>[A-Za-z0-9._]+)-(?P<pid>[0-9]{1,10})-\w+\.mfz")
 _CHUNK = 1 << 20  # bytes read from a member at a time
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header (30 bytes)
 _umask_lock = threading.Lock()
 
 
 class SerializationError(RuntimeError):
     """A file that is not a readable minifw checkpoint (truncated, corrupted or foreign)."""
+
+
+class _DeviceError(RuntimeError):
+    """A readable checkpoint whose tensors cannot go to the device asked for."""
 
 
 def _encode(value: Any, arrays: dict[str, Any], seen: dict[int, str], where: str) -> Any:
@@ -245,6 +259,40 @@ class _Archive:
     def __init__(self, archive: zipfile.ZipFile, size: int, fail: Any) -> None:
         self.archive, self.size, self.fail = archive, size, fail
         self.names = set(archive.namelist())
+        self._check_ranges()
+
+    def _check_ranges(self) -> None:
+        """Refuse members whose bytes (local header and data) overlap or pass the file's end.
+
+        Overlapping members would let a small file load the same bytes many times; this is
+        checked here, whatever `zipfile` of this Python checks.
+        """
+        stream = self.archive.fp
+        if stream is None:
+            raise self.fail("the zip archive is closed")
+        spans = []
+        for info in self.archive.infolist():
+            if not 0 <= info.header_offset < self.size:
+                raise self.fail(f"member {info.filename!r} starts outside the file")
+            stream.seek(info.header_offset)
+            header = stream.read(_LOCAL_HEADER.size)
+            if len(header) != _LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
+                raise self.fail(f"member {info.filename!r} has no local header where it claims")
+            *_, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+            start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+            spans.append((info.header_offset, start + info.compress_size, info.filename))
+        spans.sort()
+        for (_, end, name), (start, _, following) in zip(spans, spans[1:], strict=False):
+            if start < end:
+                raise self.fail(
+                    f"members {name!r} and {following!r} overlap (bytes {start}..{end - 1}); "
+                    "each member must have bytes of its own"
+                )
+        for _, end, name in spans:
+            if end > self.size:
+                raise self.fail(
+                    f"member {name!r} ends at byte {end}, past the file's end ({self.size})"
+                )
 
     def has(self, key: str) -> bool:
         return f"{key}.npy" in self.names
@@ -275,6 +323,13 @@ class _Archive:
                 )
             array = np.empty(count, dtype=found)
             _read_into(member, array.data.cast("B"), self.fail, key)
+        if found == np.bool_:
+            stray = np.flatnonzero(array.view(np.uint8) > 1)
+            if stray.size:
+                raise self.fail(
+                    f"bool tensor {key} holds byte {int(array.view(np.uint8)[stray[0]])} at cell "
+                    f"{int(stray[0])} ({stray.size} cells hold bytes other than 0 and 1)"
+                )
         return array.reshape(found_shape)
 
     def _header(self, key: str, member: IO[bytes]) -> tuple[tuple[int, ...], np.dtype[Any]]:
@@ -374,22 +429,49 @@ class _Decoder:
             if described != first:
                 raise self.fail(f"tensor {key} is described twice with different options")
             return loaded
+        backend = self.backend(key, device)
         array = self.archive.read(key, dtype, shape)
-        backend = backend_for(device, None)
         made = Tensor(backend.from_numpy(array, share=True), backend)  # no copy on the CPU
         self.tensors[key] = (made.requires_grad_(True) if grad else made), described
         return self.tensors[key][0]
 
+    def backend(self, key: str, device: str) -> Any:
+        """The backend of `device`, or an error saying where the tensor was saved."""
+        try:
+            return backend_for(device, None)
+        except RuntimeError as err:
+            if self.map_location is not None:
+                raise _DeviceError(f"{self.name}: map_location={device!r}: {err}") from None
+            raise _DeviceError(
+                f"{self.name}: tensor {key} was saved on device {device!r}, which this machine "
+                f'cannot use ({err}); pass map_location="cpu" to load it on the CPU'
+            ) from None
 
-def load(f: PathOrFile, map_location: str | None = None) -> Any:
+
+def load(f: PathOrFile, map_location: Any = None, *, weights_only: bool | None = None) -> Any:
     """Read what `save` wrote. Tensors go to their saved device, or to `map_location`.
+
+    `map_location` is a device string ("cpu", "cuda") or an `mf.device`. A minifw file
+    holds only data (tensors, numbers, strings and containers, never code), so every load
+    is what PyTorch calls weights-only: `weights_only` is accepted for PyTorch's
+    signature and changes nothing.
 
     Raises:
         FileNotFoundError: `f` is a path that does not exist.
+        io.UnsupportedOperation: `f` is a stream that cannot seek.
+        RuntimeError: `map_location` names no device, or a tensor's device (saved or
+            mapped) is not usable on this machine.
         SerializationError: the file is truncated, corrupted, compressed or not a minifw
             checkpoint.
     """
     name = os.fspath(f) if isinstance(f, str | os.PathLike) else getattr(f, "name", "<stream>")
+    location = _location(map_location)
+    if not isinstance(f, str | os.PathLike) and not _seekable(f):
+        raise io.UnsupportedOperation(
+            f"{name}: mf.load needs a seekable file (a path, or a stream whose seek() works); "
+            f"got a {type(f).__name__} that cannot seek: read it into io.BytesIO first"
+        )
+    del weights_only  # every minifw load is weights-only
     try:
         size = _size(f)
         with zipfile.ZipFile(f) as archive:
@@ -404,14 +486,44 @@ def load(f: PathOrFile, map_location: str | None = None) -> Any:
                     f"{name}: minifw checkpoint version {manifest.get('version')!r} is not "
                     f"supported (this minifw reads version {VERSION})"
                 )
-            return _Decoder(members, name, map_location).value(manifest.get("root"))
-    except (SerializationError, FileNotFoundError, IsADirectoryError, PermissionError):
+            return _Decoder(members, name, location).value(manifest.get("root"))
+    except (
+        SerializationError,
+        _DeviceError,
+        FileNotFoundError,
+        IsADirectoryError,
+        PermissionError,
+    ):
         raise
     except Exception as err:  # noqa: BLE001 - whatever a damaged file makes zipfile raise
         raise SerializationError(
             f"{name}: not a readable minifw checkpoint (truncated, corrupted or foreign file): "
             f"{type(err).__name__}: {err}"
         ) from err
+
+
+def _location(map_location: Any) -> str | None:
+    """`map_location` as a device string, refusing anything that names no device."""
+    if map_location is None:
+        return None
+    if isinstance(map_location, str) or is_device_like(map_location):
+        try:
+            device_type(map_location)
+        except RuntimeError as err:
+            raise RuntimeError(f"map_location={map_location!r} is not a device: {err}") from None
+        return str(map_location)
+    raise TypeError(
+        f'map_location must be a device string such as "cpu" or an mf.device (got '
+        f"{type(map_location).__name__}: {map_location!r})"
+    )
+
+
+def _seekable(f: Any) -> bool:
+    """Whether stream `f` says it can seek (and its seek/tell exist)."""
+    try:
+        return bool(f.seekable()) and callable(f.seek) and callable(f.tell)
+    except (AttributeError, io.UnsupportedOperation):
+        return False
 
 
 def _corrupted(name: str, problem: str) -> SerializationError:

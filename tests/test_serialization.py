@@ -8,11 +8,13 @@ import math
 import os
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import time
 import tracemalloc
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -294,3 +296,153 @@ def test_temp_files_of_killed_saves_are_removed_by_the_next_save(tmp_path):
         child.stdout.close()  # type: ignore[union-attr]
     save({"step": 2}, path)
     assert os.listdir(tmp_path) == ["ckpt.mfz"] and load(path) == {"step": 2}
+
+
+# ---- Bytes a bool cannot hold, overlapping members, devices and streams ----------------------
+
+
+@pytest.mark.parametrize("byte", [2, 255])
+def test_a_bool_tensor_holding_other_bytes_than_0_and_1_is_refused(tmp_path, byte):
+    path = tmp_path / "bools.mfz"
+    cells = np.array([1, 0, byte, 1], dtype=np.uint8).view(np.bool_)
+    _write_checkpoint(path, _node("t0", [4], "bool"), t0=cells)
+    with pytest.raises(SerializationError, match=rf"bool tensor t0 holds byte {byte} at cell 2"):
+        load(path)
+    _write_checkpoint(path, _node("t0", [4], "bool"), t0=np.array([1, 0, 0, 1], dtype=np.bool_))
+    back = load(path)
+    assert back.tolist() == [True, False, False, True]
+    assert (back == True).tolist() == back.tolist()  # noqa: E712 - the comparison under test
+
+
+_LOCAL = "<4s5H3L2H"  # zip local file header
+_CENTRAL = "<4s4B4HL2L5H2L"  # zip central directory entry
+_END = "<4s4H2LH"  # end of central directory record
+
+
+def _npy_header(n):
+    """The 128-byte `.npy` header of a float64 array of n cells."""
+    stream = io.BytesIO()
+    header = {"descr": "<f8", "fortran_order": False, "shape": (n,)}
+    np.lib.format.write_array_header_1_0(stream, header)
+    assert len(stream.getvalue()) == 128
+    return stream.getvalue()
+
+
+def _overlapping_checkpoint(path, members, payload):
+    """A checkpoint whose float64 members each start inside the previous one's data.
+
+    Member k's data runs from its own header to the end of a shared payload, so the file
+    holds `payload` bytes once while its members claim them `members` times.
+    """
+    names = [f"t{k:05d}" for k in range(members)]
+    manifest = {"format": "minifw", "version": 1,
+                "root": {"type": "list", "items": [_node(n, [0]) for n in names]}}  # fmt: skip
+    blob = io.BytesIO()
+    np.lib.format.write_array(blob, np.frombuffer(json.dumps(manifest).encode(), np.uint8))
+    entries = [(f"{MANIFEST}.npy", 0, blob.getvalue())]
+    body = bytearray(struct.pack(_LOCAL, b"PK\x03\x04", 20, 0, 0, 0, 0, 0, len(blob.getvalue()),
+                                 len(blob.getvalue()), len(entries[0][0]), 0))  # fmt: skip
+    body += entries[0][0].encode() + blob.getvalue()
+    step = struct.calcsize(_LOCAL) + len("t00000.npy") + 128
+    for k, name in enumerate(names):
+        data_size = 128 + (members - 1 - k) * step + payload
+        offset = len(body)
+        body += struct.pack(_LOCAL, b"PK\x03\x04", 20, 0, 0, 0, 0, 0, data_size, data_size,
+                            len(name) + 4, 0)  # fmt: skip
+        body += f"{name}.npy".encode() + _npy_header((data_size - 128) // 8)
+        entries.append((f"{name}.npy", offset, None))
+    body += bytes(payload)
+    directory = bytearray()
+    for name, offset, _ in entries:
+        start = offset + struct.calcsize(_LOCAL) + len(name)
+        size = struct.unpack_from(_LOCAL, body, offset)[7]
+        data = bytes(body[start : start + size])
+        directory += struct.pack(_CENTRAL, b"PK\x01\x02", 20, 0, 20, 0, 0, 0, 0, 0,
+                                 zlib.crc32(data), size, size, len(name), 0, 0, 0, 0, 0,
+                                 offset) + name.encode()  # fmt: skip
+    end = struct.pack(_END, b"PK\x05\x06", 0, 0, len(entries), len(entries), len(directory),
+                      len(body), 0)  # fmt: skip
+    path.write_bytes(bytes(body + directory + end))
+
+
+def test_members_whose_bytes_overlap_are_refused_before_any_is_read(tmp_path):
+    path = tmp_path / "overlap.mfz"
+    members, payload = 40, 2**18
+    _overlapping_checkpoint(path, members, payload)
+    size = path.stat().st_size
+    claimed = sum(i.file_size for i in zipfile.ZipFile(path).infolist())
+    assert claimed > members / 2 * size  # the members claim the file's bytes many times over
+    tracemalloc.start()
+    try:
+        with pytest.raises(SerializationError, match=r"t00000\.npy' and 't00001\.npy' overlap"):
+            load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < size, f"refusing {size} bytes of overlapping members took {peak} bytes"
+
+
+def test_a_member_past_the_end_of_the_file_is_refused(tmp_path):
+    path = tmp_path / "short.mfz"
+    _overlapping_checkpoint(path, 1, 64)
+    raw = bytearray(path.read_bytes())
+    at = raw.rindex(b"PK\x01\x02")  # the last central entry: grow its sizes past the file
+    struct.pack_into("<2L", raw, at + 20, 10**6, 10**6)
+    path.write_bytes(bytes(raw))
+    with pytest.raises(SerializationError, match=r"t00000\.npy.*past the file's end"):
+        load(path)
+
+
+def test_a_checkpoint_saved_on_cuda_says_where_and_how_to_load_it(tmp_path):
+    path = tmp_path / "gpu.mfz"
+    node = dict(_node("t0", [2]), device="cuda")
+    _write_checkpoint(path, node, t0=np.array([1.0, 2.0]))
+    if mf.cuda.is_available():
+        assert load(path).device.type == "cuda"
+    else:
+        with pytest.raises(RuntimeError, match="saved on device 'cuda'") as error:
+            load(path)
+        assert 'map_location="cpu"' in str(error.value)
+        assert "corrupted" not in str(error.value)
+    on_cpu = load(path, map_location="cpu")
+    assert on_cpu.device.type == "cpu" and on_cpu.tolist() == [1.0, 2.0]
+    assert load(path, map_location=mf.device("cpu")).tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("where", ["tpu", "cuda:x", "mps"])
+def test_an_unknown_map_location_is_named(tmp_path, where):
+    path = tmp_path / "t.mfz"
+    save(mf.ones(2), path)
+    with pytest.raises(RuntimeError, match=rf"map_location='{where}' is not a device"):
+        load(path, map_location=where)
+    with pytest.raises(TypeError, match="map_location must be a device string"):
+        load(path, map_location=1.5)
+
+
+class _Pipe(io.RawIOBase):
+    """A readable stream that cannot seek, as a pipe or a socket."""
+
+    def __init__(self, data):
+        self.data = io.BytesIO(data)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        return self.data.readinto(buffer)
+
+
+def test_a_stream_that_cannot_seek_is_refused_saying_so(tmp_path):
+    path = tmp_path / "t.mfz"
+    save({"w": mf.ones(2)}, path)
+    with pytest.raises(io.UnsupportedOperation, match="needs a seekable file"):
+        load(_Pipe(path.read_bytes()))
+    assert load(io.BytesIO(path.read_bytes()))["w"].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("weights_only", [True, False, None])
+def test_weights_only_is_accepted_as_in_pytorch(tmp_path, weights_only):
+    path = tmp_path / "t.mfz"
+    save({"w": mf.ones(2), "step": 3}, path)
+    back = mf.load(path, weights_only=weights_only)
+    assert back["step"] == 3 and back["w"].tolist() == [1.0, 1.0]
