@@ -260,8 +260,32 @@ def _find_fast_paths() -> types.ModuleType | None:
         return None
 
 
-# The one place that looks for the expert kernels.
+# The one place that looks for the expert kernels. Setting it to None (as benchmarks do)
+# makes every caller run what a student's repository runs.
 fast_paths = _find_fast_paths()
+
+# Names of fast paths turned off for a while: tests compare one with what it stands in for.
+switched_off: set[str] = set()
+
+
+def fast_path(name: str) -> types.ModuleType | None:
+    """The expert kernel module `minifw.fast_paths.<name>`, or None to run the course's ops.
+
+    The one door through which nn, optim and the compiler reach the fast paths
+    (`fused_update`, `fused_loss`, `fused_fold`, `fused_pool`, `simd_math`). None where
+    minifw/fast_paths/ is absent (a student's repository), where `fast_paths` was set to
+    None, or while `name` is in `switched_off`. Callers ask at each call, so a switch
+    takes effect at once.
+    """
+    if fast_paths is None or name in switched_off:
+        return None
+    return _fast_path_module(name)
+
+
+@functools.cache
+def _fast_path_module(name: str) -> types.ModuleType:
+    """`minifw.fast_paths.<name>`, imported on its first use."""
+    return importlib.import_module(f"minifw.fast_paths.{name}")
 
 
 # Each kernel again without threads (same code; `prange` runs as `range`), for small
@@ -425,4 +449,6 @@ class FastOps(ReadableFastOps):
             fast_paths.run_matmul(*args, cls.parallel(work))
 
 
-__all__ = ["PARALLEL_FROM", "FastOps", "ReadableFastOps", "as_numbers"]
+__all__ = [
+    "PARALLEL_FROM", "FastOps", "ReadableFastOps", "as_numbers", "fast_path", "switched_off",
+]  # fmt: skip

@@ -49,7 +49,7 @@ import numpy as np
 from minifw._jit import compile_functions, kernel_sources_hash, njit
 from minifw.compiler.capture import Ref, Step
 from minifw.core import operators, tensor_data
-from minifw.fast_ops import fast_paths
+from minifw.fast_ops import fast_path
 
 # The scalar functions generated kernels call, compiled once (like fast_ops' copies); with
 # the fast paths present, e^x is their SIMD version, as in FastOps' kernels.
@@ -57,7 +57,7 @@ SCALAR = compile_functions(
     [operators, tensor_data],
     operators.KERNEL_FUNCTIONS,
     lambda fn: njit(fn, inline="always"),
-    replacements={"exp": fast_paths.simd_math.exp} if fast_paths is not None else None,
+    replacements={"exp": simd.exp} if (simd := fast_path("simd_math")) is not None else None,
 )
 # About this many cells of out per task of a loop over rows (whole rows per task).
 ROWS_CELLS = 16384

@@ -23,6 +23,7 @@ from minifw.core import hooks
 from minifw.core import operators as ops
 from minifw.core.hooks import anyone_listening
 from minifw.core.tensor_data import TensorData
+from minifw.fast_ops import fast_path
 from minifw.tensor.functions import Function, FunctionCtx
 from minifw.tensor.tensor import Tensor
 from minifw.tensor_ops import TensorBackend
@@ -158,12 +159,9 @@ def _unfold_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, N
 
 Unfold.backward_graph = staticmethod(_unfold_graph)  # given code, outside the task
 
-# The fold in one kernel (fast_paths/fused_fold.py), an expert fast path outside the
-# task: student repositories have no minifw/fast_paths/, and there the task's fold runs.
-try:
-    from minifw.fast_paths import fused_fold as _fused_fold
-except ImportError:  # pragma: no cover - only in student repositories
-    _fused_fold = None  # type: ignore[assignment]
+# The fold in one kernel (fast_paths/fused_fold.py) is an expert fast path outside the
+# task, reached through `fast_path("fused_fold")`: student repositories have no
+# minifw/fast_paths/, and there the task's fold runs.
 
 _task_fold = Unfold.backward
 
@@ -177,9 +175,11 @@ def _fold(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None, Non
     )
     out = TensorData(np.empty(math.prod(ctx.shape), grad.dtype.numpy), ctx.shape)
 
+    kernels = fast_path("fused_fold")
+    assert kernels is not None
+
     def run(out: TensorData, g: TensorData) -> None:
-        assert _fused_fold is not None
-        _fused_fold.fold2d(g.storage, g._strides, out.storage, sizes)
+        kernels.fold2d(g.storage, g._strides, out.storage, sizes)
 
     hooks.launch_fused(grad.backend, "fused[fold]", (out,), (grad._data,), run, ())
     return grad._new(out), None, None, None, None
@@ -188,7 +188,7 @@ def _fold(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None, Non
 def _fused_fold_fits(ctx: FunctionCtx, grad: Tensor) -> bool:
     """True for a 2-D fold on the fast backend whose windows overlap, under PARALLEL_FROM."""
     return (
-        _fused_fold is not None
+        fast_path("fused_fold") is not None
         and len(ctx.kernel) == 2
         and grad.backend.name == "fast"
         and grad.dtype.is_floating_point

@@ -22,6 +22,7 @@ from minifw._jit import PARALLEL_FROM
 from minifw.core import hooks
 from minifw.core import operators as ops
 from minifw.core.tensor_data import TensorData
+from minifw.fast_ops import fast_path
 from minifw.nn.activation import log_softmax, logsigmoid, softmax
 from minifw.nn.module import Module
 from minifw.tensor.creation import arange
@@ -30,12 +31,9 @@ from minifw.tensor.tensor import Tensor, tensor
 
 REDUCTIONS = ("mean", "sum", "none")
 
-# The one-kernel softmax cross-entropy, an expert fast path: student repositories have no
-# minifw/fast_paths/, and there cross_entropy is log_softmax then nll_loss, op by op.
-try:
-    from minifw.fast_paths import fused_loss as _fused_loss
-except ImportError:  # pragma: no cover - only in student repositories
-    _fused_loss = None  # type: ignore[assignment]
+# The one-kernel softmax cross-entropy is an expert fast path, reached through
+# `fast_path("fused_loss")`: student repositories have no minifw/fast_paths/, and there
+# cross_entropy is log_softmax then nll_loss, op by op.
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
@@ -238,10 +236,11 @@ class SoftmaxCrossEntropy(Function):
 
 def _cross_entropy_forward(cols: int, ignore: int, mean: bool) -> Any:
     """The forward kernel as a function of (stats, x, labels) TensorData (a replay's too)."""
+    kernels = fast_path("fused_loss")
+    assert kernels is not None
 
     def run(stats: TensorData, x: TensorData, labels: TensorData) -> None:
-        assert _fused_loss is not None
-        _fused_loss.cross_entropy_forward(
+        kernels.cross_entropy_forward(
             x.storage, cols, labels.base, labels.offset, labels.strides[0], ignore, mean,
             stats.storage,
         )  # fmt: skip
@@ -251,12 +250,13 @@ def _cross_entropy_forward(cols: int, ignore: int, mean: bool) -> Any:
 
 def _cross_entropy_backward(cols: int, ignore: int) -> Any:
     """The backward kernel as a function of (grad, x, labels, stats, g) TensorData."""
+    kernels = fast_path("fused_loss")
+    assert kernels is not None
 
     def run(
         out: TensorData, x: TensorData, labels: TensorData, stats: TensorData, g: TensorData
     ) -> None:
-        assert _fused_loss is not None
-        _fused_loss.cross_entropy_backward(
+        kernels.cross_entropy_backward(
             x.storage, cols, labels.base, labels.offset, labels.strides[0], ignore,
             stats.storage, g.base, g.offset, g.strides[0] if g.shape else 0, out.storage,
         )  # fmt: skip
@@ -272,7 +272,7 @@ def _fused_cross_entropy_fits(
 ) -> bool:
     """True when `SoftmaxCrossEntropy` computes this cross_entropy (see its docstring)."""
     return (
-        _fused_loss is not None
+        fast_path("fused_loss") is not None
         and weight is None
         and not label_smoothing
         and input.dim() == 2

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 from minifw.core.autodiff import no_grad
 from minifw.core.device import as_device, is_device_like
+from minifw.tensor.functions import is_tensor
 
 _handle_ids = itertools.count()
 
@@ -479,7 +480,12 @@ class Module:
                 continue
             current = owner.value if not isinstance(owner, dict) else owner[name]
             new = state_dict[key]
-            if _shape(new) != _shape(current):
+            if is_tensor(current) and not is_tensor(new):
+                errors.append(
+                    f'While copying the parameter named "{key}", expected a Tensor from '
+                    f"checkpoint but received {type(new).__name__}."
+                )
+            elif _shape(new) != _shape(current):
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape {_shape(new)} from "
                     f"checkpoint, the shape in current model is {_shape(current)}."

@@ -22,6 +22,7 @@ import numpy as np
 from minifw.core import hooks
 from minifw.core import operators as ops
 from minifw.core.tensor_data import TensorData
+from minifw.fast_ops import fast_path
 from minifw.nn import conv
 from minifw.nn.conv import IntOrTuple, _tuple, unfold
 from minifw.nn.padding import along, pad
@@ -154,12 +155,9 @@ def max_pool(
     return out if batched else out.squeeze(0)
 
 
-# 2-D max pooling in one kernel each way (fast_paths/fused_pool.py), an expert fast path:
-# student repositories have no minifw/fast_paths/, and there conv.max_pool2d runs.
-try:
-    from minifw.fast_paths import fused_pool as _fused_pool
-except ImportError:  # pragma: no cover - only in student repositories
-    _fused_pool = None  # type: ignore[assignment]
+# 2-D max pooling in one kernel each way (fast_paths/fused_pool.py) is an expert fast
+# path, reached through `fast_path("fused_pool")`: student repositories have no
+# minifw/fast_paths/, and there conv.max_pool2d runs.
 
 # Inputs up to this many cells take the serial fused kernels (the digits net's first
 # pooling, 32768 cells: 57 us forward, against about 180 us for the six launches of the
@@ -175,7 +173,7 @@ def _fused_max_pool_args(
     That is a batched float input on the fast backend, windows that do not overlap and
     no padding (the task's path raises for bad arguments).
     """
-    if _fused_pool is None or x.dim() != 4 or x.backend.name != "fast":
+    if fast_path("fused_pool") is None or x.dim() != 4 or x.backend.name != "fast":
         return None
     if not x.dtype.is_floating_point or not 0 < x._data.size <= FUSED_POOL_CELLS:
         return None
@@ -211,9 +209,11 @@ class FusedMaxPool2d(Function):
         windows = n * c * oh * ow
         stats = TensorData(np.empty(2 * windows, x.dtype.numpy), (2 * windows,))
 
+        kernels = fast_path("fused_pool")
+        assert kernels is not None
+
         def run(stats: TensorData, x: TensorData) -> None:
-            assert _fused_pool is not None
-            _fused_pool.max_pool2d_forward(x.storage, x._strides, sizes, stats.storage)
+            kernels.max_pool2d_forward(x.storage, x._strides, sizes, stats.storage)
 
         hooks.launch_fused(x.backend, "fused[max_pool2d]", (stats,), (x._data,), run, (ops.MAX,))
         ctx.stats, ctx.sizes, ctx.shape = x._new(stats), sizes, x.shape
@@ -226,10 +226,11 @@ class FusedMaxPool2d(Function):
         sizes = ctx.sizes
         out = TensorData(np.empty(math.prod(ctx.shape), grad.dtype.numpy), ctx.shape)
 
+        kernels = fast_path("fused_pool")
+        assert kernels is not None
+
         def run(out: TensorData, g: TensorData, stats: TensorData) -> None:
-            assert _fused_pool is not None
-            _fused_pool.max_pool2d_backward(g.storage, g._strides, stats.storage, sizes,
-                                            out.storage)  # fmt: skip
+            kernels.max_pool2d_backward(g.storage, g._strides, stats.storage, sizes, out.storage)
 
         inputs = (grad._data, ctx.stats._data)
         hooks.launch_fused(grad.backend, "fused[max_pool2d_backward]", (out,), inputs, run, ())

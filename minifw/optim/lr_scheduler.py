@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from minifw.optim import Optimizer
+from minifw.optim.optimizer import Optimizer
 
 
 class LRScheduler:

@@ -343,11 +343,11 @@ def compare_in_place_writes(f, shape, seed):
 
 
 def test_an_in_place_zip_replays_after_the_ops_that_read_the_old_values():
-    from minifw.optim import _sub_scaled
+    from minifw.optim._fused import sub_scaled
 
     def update(p, g):
         before = (p * 3.0).exp()  # reads p before it changes
-        _sub_scaled(p, g, 0.5)  # grad * lr, then p - that written into p ("zip_into")
+        sub_scaled(p, g, 0.5)  # grad * lr, then p - that written into p ("zip_into")
         return before, p * 2.0
 
     compiled = compare_in_place_writes(update, (3, 4), seed=5)

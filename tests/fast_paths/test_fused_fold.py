@@ -1,7 +1,7 @@
 """The one-kernel fold (fast_paths/fused_fold.py) against the fold of nn/conv.py's task.
 
 `Unfold.backward` takes the fused kernel on the fast backend for small 2-D folds whose
-windows overlap; with `conv._fused_fold` set to None it runs the task's fold (one
+windows overlap; with `fused_fold` switched off it runs the task's fold (one
 in-place add per kernel offset). Both add the same values in the same order: their
 gradients must be equal, cell for cell.
 """
@@ -25,7 +25,7 @@ rng = np.random.default_rng(12)
 
 def _unfold_grad(x: np.ndarray, kernel: Any, stride: Any, padding: Any, fused: bool) -> Any:
     """d(sum(w * unfold(x)))/dx for random weights w, fused fold or the task's."""
-    with turned_off(conv, "_fused_fold", not fused), profile() as prof:
+    with turned_off("fused_fold", not fused), profile() as prof:
         t = mf.tensor(x, requires_grad=True)
         cols = conv.unfold(t, kernel, stride, padding)
         weights = mf.tensor(np.random.default_rng(0).standard_normal(cols.shape), dtype=t.dtype)

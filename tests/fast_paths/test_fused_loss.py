@@ -1,7 +1,7 @@
 """The one-kernel softmax cross-entropy (fast_paths/fused_loss.py) against the composed ops.
 
-`F.cross_entropy` takes it on the fast backend for small batches; with `_fused_loss` set
-to None it composes log_softmax and nll_loss as before, which the PyTorch oracle tests
+`F.cross_entropy` takes it on the fast backend for small batches; with `fused_loss`
+switched off it composes log_softmax and nll_loss as before, which the PyTorch oracle tests
 of tests/nn/test_losses.py check. Here both ways must agree, value and gradient.
 """
 
@@ -14,7 +14,6 @@ import pytest
 
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
-from minifw.nn import losses
 from minifw.tools.profiler import profile
 from tests.fast_paths.switches import turned_off
 
@@ -25,7 +24,7 @@ rng = np.random.default_rng(7)
 
 def _loss_and_grad(logits: np.ndarray, labels: np.ndarray, fused: bool, **kwargs: Any) -> Any:
     """cross_entropy's value and d(sum of it)/d(logits), fused or composed."""
-    with turned_off(losses, "_fused_loss", not fused):
+    with turned_off("fused_loss", not fused):
         x = mf.tensor(logits, requires_grad=True)
         loss = F.cross_entropy(x, mf.tensor(labels), **kwargs)
         loss.sum().backward()
@@ -104,7 +103,7 @@ def test_second_derivatives_through_the_fused_loss_match_the_composed_ops() -> N
     logits, labels = rng.standard_normal((4, 3)), np.array([0, 2, -100, 1])
     results = []
     for fused in (True, False):
-        with turned_off(losses, "_fused_loss", not fused):
+        with turned_off("fused_loss", not fused):
             x = mf.tensor(logits, requires_grad=True)
             (grad,) = mf.autograd.grad(F.cross_entropy(x, mf.tensor(labels)), x, create_graph=True)
             (grad * grad).sum().backward()

@@ -1,7 +1,7 @@
 """The one-kernel 2-D max pooling (fast_paths/fused_pool.py) against the task's path.
 
 `max_pool2d` takes `FusedMaxPool2d` on the fast backend for batched float inputs whose
-windows neither overlap nor cross padding; with `pooling._fused_pool` set to None it runs
+windows neither overlap nor cross padding; with `fused_pool` switched off it runs
 conv.max_pool2d (windows as dims, max and argmax along them). Values and gradients must
 agree exactly, nans and ties included.
 """
@@ -15,7 +15,6 @@ import pytest
 
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
-from minifw.nn import pooling
 from minifw.tools.profiler import profile
 from tests.fast_paths.switches import turned_off
 
@@ -26,7 +25,7 @@ rng = np.random.default_rng(13)
 
 def _pool(x: np.ndarray, fused: bool, **kwargs: Any) -> Any:
     """max_pool2d's values, d(sum(values * w))/dx and launch names, fused or the task's."""
-    with turned_off(pooling, "_fused_pool", not fused), profile() as prof:
+    with turned_off("fused_pool", not fused), profile() as prof:
         t = mf.tensor(x, requires_grad=True)
         out = F.max_pool2d(t, **kwargs)
         weights = np.random.default_rng(1).standard_normal(out.shape)
@@ -85,7 +84,7 @@ def test_second_derivatives_through_the_fused_max_pool_match_the_tasks() -> None
     x = rng.standard_normal((2, 2, 4, 6))
     results = []
     for fused in (True, False):
-        with turned_off(pooling, "_fused_pool", not fused):
+        with turned_off("fused_pool", not fused):
             t = mf.tensor(x, requires_grad=True)
             out = F.max_pool2d(t * t, 2)
             (grad,) = mf.autograd.grad(out.sum(), t, create_graph=True)

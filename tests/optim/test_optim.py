@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import minifw as mf
 from minifw import nn, optim
+from tests.fast_paths.switches import turned_off
 from tests.strategies import assert_close
 
 torch = pytest.importorskip("torch", reason="PyTorch, the oracle of these tests, is missing")
@@ -173,12 +174,11 @@ def test_sgd_step_on_a_big_parameter_runs_the_parallel_fused_kernel(dtype):
     check_sgd_step(mf.get_backend("fast"), dtype, (300, 200))
 
 
-def test_sgd_step_without_the_fast_paths_folder_takes_two_launches(monkeypatch):
+def test_sgd_step_without_the_fast_paths_folder_takes_two_launches():
     # Student repositories have no minifw/fast_paths/: the update is its two launches.
-    monkeypatch.setattr(optim, "_fused_update", None)
     w = mf.tensor([1.0, 2.0, 3.0], requires_grad=True)
     w.grad = mf.tensor([0.5, -1.0, 2.0])
-    with mf.profiler.profile() as prof:
+    with turned_off("fused_update"), mf.profiler.profile() as prof:
         optim.SGD([w], lr=0.5).step()
     assert [(e.name, e.kind) for e in prof.events] == [("mul", "zip"), ("sub", "zip_into")]
     assert w.tolist() == [0.75, 2.5, 2.0]
@@ -242,12 +242,8 @@ def test_adam_step_on_the_cpu_is_one_fused_launch_rounding_as_its_unfused_launch
     fused, launches = adam_run(backend, dtype, shape, dict(options), steps=3)
     assert ("fused[adam]", "fused") in launches
     assert launches.count(("fused[adam]", "fused")) == 3
-    saved = optim._fused_adam
-    try:
-        optim._fused_adam = None  # as in a student repository: one launch per operation
+    with turned_off("fused_update"):  # as in a student repository: a launch per operation
         unfused, launches = adam_run(backend, dtype, shape, dict(options), steps=3)
-    finally:
-        optim._fused_adam = saved
     assert ("fused[adam]", "fused") not in launches and len(launches) >= 3 * 13
     for got, expected in zip(fused, unfused, strict=True):
         assert got.dtype == expected.dtype == dtype
