@@ -12,6 +12,7 @@ from pathlib import Path
 
 from minifw_course.assignment import AssignmentError, assignment_module, make_assignment
 from minifw_course.autograder import make_autograder
+from minifw_course.batch import BatchError, grade_batch
 from minifw_course.bundle_check import BundleCheckError, check_bundle
 from minifw_course.docs import DocsError, write_docs
 from minifw_course.fences import FenceError, scan_fences
@@ -56,6 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
     sync_cmd.add_argument(
         "--force", action="store_true", help="also replace fences of NEW_REPO that are not stubs"
     )
+
+    batch = commands.add_parser(
+        "grade-batch", help="grade every submission folder of SUBMISSIONS_DIR into one CSV"
+    )
+    batch.add_argument("submissions", type=Path, help="a folder of submission folders")
+    batch.add_argument("--module", type=int, required=True, help="course module number")
+    batch.add_argument("--out", type=Path, required=True, help="the CSV file to write")
+    batch.add_argument("--repo", type=Path, default=Path("."), help="reference repository")
+    batch.add_argument("--jobs", type=int, help="submissions graded at once (default: cores)")
+    batch.add_argument("--user", help="grade's --user for every submission")
 
     check_bundle = commands.add_parser(
         "check-bundle",
@@ -125,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "sync":
             print(sync(args.old, args.new, force=args.force).summary())
             return 0
+        if args.command == "grade-batch":
+            grade_batch(args.submissions, args.module, args.out, repo=args.repo,
+                        jobs=args.jobs, user=args.user)  # fmt: skip
+            return 0
         if args.command == "check-bundle":
             check = check_bundle(args.repo, args.module, keep=args.keep)
             print(check.summary())
@@ -158,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         BundleCheckError,
         GradeError,
         SyncError,
+        BatchError,
     ) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
