@@ -72,20 +72,26 @@ class Node:
 
 
 @pytest.mark.task1_1
-def test_central_difference_of_known_functions() -> None:
-    assert math.isclose(central_difference(lambda x: x * x, 3.0), 6.0, rel_tol=1e-6)
-    assert math.isclose(central_difference(math.sin, 0.5), math.cos(0.5), rel_tol=1e-6)
-    assert math.isclose(central_difference(math.exp, 1.0, epsilon=1e-4), math.e, rel_tol=1e-6)
+@given(st.floats(min_value=-3.0, max_value=3.0), st.floats(min_value=0.5, max_value=2.0))
+def test_central_difference_of_known_functions(x: float, scale: float) -> None:
+    assert math.isclose(central_difference(lambda v: scale * v * v, x), 2 * scale * x,
+                        rel_tol=1e-6, abs_tol=1e-6)  # fmt: skip
+    slope = central_difference(math.sin, x)
+    assert math.isclose(slope, math.cos(x), rel_tol=1e-6, abs_tol=1e-6)
+    slope = central_difference(math.exp, x, epsilon=1e-4)
+    assert math.isclose(slope, math.exp(x), rel_tol=1e-6)
 
 
 @pytest.mark.task1_1
-def test_central_difference_picks_the_argument() -> None:
+@given(st.lists(st.floats(min_value=-4.0, max_value=4.0), min_size=3, max_size=3))
+def test_central_difference_picks_the_argument(values: list[float]) -> None:
     def f(x: float, y: float, z: float) -> float:
         return x * y + y * z * z
 
-    assert math.isclose(central_difference(f, 1.0, 2.0, 3.0, arg=0), 2.0, rel_tol=1e-6)
-    assert math.isclose(central_difference(f, 1.0, 2.0, 3.0, arg=1), 10.0, rel_tol=1e-6)
-    assert math.isclose(central_difference(f, 1.0, 2.0, 3.0, arg=2), 12.0, rel_tol=1e-6)
+    x, y, z = values
+    for arg, exact in enumerate((y, x + z * z, 2 * y * z)):
+        estimate = central_difference(f, x, y, z, arg=arg)
+        assert math.isclose(estimate, exact, rel_tol=1e-6, abs_tol=1e-6), arg
 
 
 @pytest.mark.task1_1
