@@ -1,13 +1,13 @@
 """Typed wrappers around Numba's decorators, recompiling plain functions, and the disk cache.
 
-`operators.py` and `tensor_data.py` are plain Python. A backend recompiles the very
+`scalar_math.py` and `tensor_data.py` are plain Python. A backend recompiles the very
 same functions for its target with `compile_functions`: each function is rebuilt
 with its global names pointing at the compiled versions of its siblings, so a
 compiled `unary` calls the compiled `exp`, never the Python one.
 
 Kernels compiled with `cache=True` are saved on disk (`__pycache__` beside their file,
 or NUMBA_CACHE_DIR). Numba keys that cache on the kernel's own file only, but the
-kernels inline code from other files (`operators.py`, `tensor_data.py`, ...). Importing
+kernels inline code from other files (`scalar_math.py`, `tensor_data.py`, ...). Importing
 this module registers cache locators that key kernels of the minifw package also on
 the contents of every file in KERNEL_SOURCES: editing any of them recompiles, instead
 of loading machine code built from the old source.
@@ -38,6 +38,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 KERNEL_SOURCES = (
     "_jit.py",
     "core/operators.py",
+    "core/scalar_math.py",
     "core/tensor_data.py",
     "fast_ops.py",
     "fast_paths/*.py",

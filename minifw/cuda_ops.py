@@ -2,7 +2,7 @@
 
 Storage of a "cuda" tensor is a Numba device array that stays on the GPU between
 operations: data crosses to or from the host only in `from_numpy` and `to_numpy`.
-The index helpers of `tensor_data.py` and the scalar functions of `operators.py`
+The index helpers of `tensor_data.py` and the scalar functions of `scalar_math.py`
 are recompiled unchanged as device functions, so every kernel computes exactly
 what the reference kernels of `tensor_ops.SimpleOps` compute.
 
@@ -44,7 +44,7 @@ def cuda_kernel(fn: Callable[..., None]) -> Any:
 
 
 _dev = compile_functions(
-    [operators, tensor_data],
+    [*operators.KERNEL_MODULES, tensor_data],
     operators.KERNEL_FUNCTIONS + tensor_data.KERNEL_FUNCTIONS,
     cuda.jit(device=True),
 )

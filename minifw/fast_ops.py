@@ -8,7 +8,7 @@ in `minifw/fast_paths/`. `FastOps`, the "fast" backend, calls them when that fol
 present (it is in this repository, not in student repositories) and the readable
 kernels otherwise; `ReadableFastOps` runs the readable kernels wherever it runs.
 
-The kernels call the very scalar functions of `operators.py` and index helpers of
+The kernels call the very scalar functions of `scalar_math.py` and index helpers of
 `tensor_data.py`, recompiled by `compile_functions` and inlined. They are module-level
 functions taking an integer op code. Each launch runs a copy of the kernel compiled for
 its op code alone (`_MAP[parallel][op]`, see `_jit.PerOp`): the first launch of an op
@@ -46,7 +46,7 @@ from minifw.simple_ops import HostStorage
 from minifw.tensor_ops import Storage
 
 _fns = compile_functions(
-    [operators, tensor_data],
+    [*operators.KERNEL_MODULES, tensor_data],
     operators.KERNEL_FUNCTIONS + tensor_data.KERNEL_FUNCTIONS,
     inlined,
 )
@@ -299,7 +299,7 @@ _map_serial, _zip_serial, _reduce_serial, _matmul_serial = (
 @functools.cache
 def _knowing_only(op: int) -> dict[str, Any]:
     """`unary` and `binary` that know op code `op` only, calling the compiled scalar functions."""
-    only = recompile_with(_fns, operators.dispatchers_for(op), [operators], inlined)
+    only = recompile_with(_fns, operators.dispatchers_for(op), operators.KERNEL_MODULES, inlined)
     return {"unary": only.unary, "binary": only.binary}
 
 

@@ -1,7 +1,7 @@
 """SimpleOps: the kernel contract in plain Python, the executable specification.
 
 Every other backend must compute what these loops compute. They use the index
-math of `tensor_data.py` and the scalar functions of `operators.py`, and read
+math of `tensor_data.py` and the scalar functions of `scalar_math.py`, and read
 and write numpy storage one cell at a time, so they are slow but obvious.
 """
 

@@ -8,7 +8,8 @@ permuted, sliced with steps and an offset, and broadcast (stride 0).
 `OPS` is the table of elementwise ops: one `OpSpec` row per op, with the minifw
 callable (written against the Tensor API, so the same callable also runs on
 PyTorch tensors), a numpy reference, and the domain its inputs are drawn from.
-A new elementwise op adds exactly one row here.
+The rows of the ops that have a Tensor method in the op table (`core/operators.py`)
+are made from its rows: a new elementwise op adds nothing here.
 """
 
 from __future__ import annotations
@@ -50,12 +51,10 @@ def shapes(
     )
 
 
-class Domain(NamedTuple):
+class Domain(ops.Domain):
     """Where an op's argument is drawn from: [low, high], with |x| >= min_abs."""
 
-    low: float = -3.0
-    high: float = 3.0
-    min_abs: float = 0.0
+    __slots__ = ()
 
     def elements(self) -> st.SearchStrategy[float]:
         """The strategy drawing one argument value."""
@@ -247,29 +246,62 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.asarray(1.0 / (1.0 + np.exp(-x)))
 
 
-ANY, POSITIVE, NONZERO = Domain(), Domain(0.1, 3.0), Domain(-3.0, 3.0, min_abs=0.5)
-_erf = np.vectorize(math.erf, otypes=[np.float64])  # numpy has no erf
-AWAY_FROM_KINK = Domain(-3.0, 3.0, min_abs=0.05)
-NO_OVERFLOW = Domain(-3.0, 3.0)
+ANY, POSITIVE, NONZERO = Domain(*ops.ANY), Domain(*ops.POSITIVE), Domain(*ops.NONZERO)
+AWAY_FROM_KINK = Domain(*ops.AWAY_FROM_KINK)
+# numpy's function for a Tensor method of another name, or one numpy lacks.
+NUMPY_NAMES = {"neg": "negative", "asin": "arcsin", "acos": "arccos", "atan": "arctan"}
+REFERENCES: dict[str, Callable[..., np.ndarray]] = {
+    "sigmoid": _sigmoid,
+    "relu": lambda a: np.maximum(a, 0),
+    "erf": np.vectorize(math.erf, otypes=[np.float64]),
+    "rsqrt": lambda a: 1.0 / np.sqrt(a),
+    "frac": lambda a: a - np.trunc(a),
+    "atan2": np.arctan2,
+}
+
+
+def reference(row: ops.OpRow) -> Callable[..., np.ndarray]:
+    """numpy's function of `row`'s method, else its own scalar function cell by cell.
+
+    An op numpy lacks is then checked against its scalar function here (every backend
+    and layout must compute what it computes), and against PyTorch elsewhere.
+    """
+    assert row.method is not None
+    found = REFERENCES.get(row.method) or getattr(
+        np, NUMPY_NAMES.get(row.method, row.method), None
+    )
+    return found or np.vectorize(row.function, otypes=[np.float64])
+
+
+def spec_of(row: ops.OpRow) -> OpSpec:
+    """The OpSpec of an op-table row with a Tensor method: the method called on a tensor."""
+    method = row.method
+    assert method is not None
+    return OpSpec(
+        method,
+        row.arity,
+        lambda *args: getattr(args[0], method)(*args[1:]),
+        reference(row),
+        tuple(Domain(*d) for d in row.domain),
+        row.grad_domain is not None,
+        row.code,
+        None if row.grad_domain is None else tuple(Domain(*d) for d in row.grad_domain),
+    )
 
 
 def _cmp(f: Callable[[Any, Any], Any]) -> Callable[[Any, Any], np.ndarray]:
     return lambda a, b: np.asarray(f(a, b), dtype=np.asarray(a).dtype)
 
 
-OPS: tuple[OpSpec, ...] = (
-    OpSpec("neg", 1, lambda a: -a, np.negative, (ANY,), code=ops.NEG),
-    OpSpec("exp", 1, lambda a: a.exp(), np.exp, (NO_OVERFLOW,), code=ops.EXP),
-    OpSpec("log", 1, lambda a: a.log(), np.log, (POSITIVE,), code=ops.LOG),
-    OpSpec("sigmoid", 1, lambda a: a.sigmoid(), _sigmoid, (ANY,), code=ops.SIGMOID),
-    OpSpec("relu", 1, lambda a: a.relu(), lambda a: np.maximum(a, 0), (ANY,), code=ops.RELU,
-           grad_domain=(AWAY_FROM_KINK,)),
-    OpSpec("tanh", 1, lambda a: a.tanh(), np.tanh, (ANY,), code=ops.TANH),
-    OpSpec("sqrt", 1, lambda a: a.sqrt(), np.sqrt, (POSITIVE,), code=ops.SQRT),
-    OpSpec("abs", 1, lambda a: a.abs(), np.abs, (ANY,), code=ops.ABS,
-           grad_domain=(AWAY_FROM_KINK,)),
-    OpSpec("reciprocal", 1, lambda a: a.reciprocal(), lambda a: 1.0 / a, (NONZERO,),
-           code=ops.INV),
+# The rows of the op table's methods. The shared per-row tests (every backend, dtype and
+# layout) run the course's ops and one op per family of the others; MORE_OPS holds the
+# rest, which tests/tensor/test_math_ops.py checks against PyTorch.
+TABLE_OPS = tuple(spec_of(row) for row in ops.OP_TABLE.values() if row.method)
+SHARED = {"sin", "log1p", "erf", "square", "floor", "atan2", "remainder"}
+_SHARED_TABLE_OPS = tuple(
+    s for s in TABLE_OPS if s.code is not None and s.code < 10 or s.name in SHARED
+)
+OPS: tuple[OpSpec, ...] = _SHARED_TABLE_OPS + (
     OpSpec("pow_2", 1, lambda a: a**2, np.square, (ANY,)),
     OpSpec("pow_1.5", 1, lambda a: a**1.5, lambda a: a**1.5, (POSITIVE,)),
     OpSpec("pow_-2", 1, lambda a: a**-2, lambda a: a**-2.0, (NONZERO,)),
@@ -287,50 +319,12 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("ge", 2, lambda a, b: a >= b, _cmp(np.greater_equal), (ANY, ANY), False, ops.GE),
     OpSpec("eq", 2, lambda a, b: a == b, _cmp(np.equal), (ANY, ANY), False, ops.EQ),
     OpSpec("ne", 2, lambda a, b: a != b, _cmp(np.not_equal), (ANY, ANY), False, ops.NE),
-    # [elementwise math]: one row per family; MORE_OPS below has the others.
-    # Step functions and the binary ops whose gradient is given code (math_ops.py) are
-    # not `differentiable` here: tests/tensor/test_math_ops.py checks them against torch.
-    OpSpec("sin", 1, lambda a: a.sin(), np.sin, (ANY,), code=ops.SIN),
-    OpSpec("log1p", 1, lambda a: a.log1p(), np.log1p, (Domain(-0.9, 3.0),), code=ops.LOG1P),
-    OpSpec("erf", 1, lambda a: a.erf(), _erf, (ANY,), code=ops.ERF),
-    OpSpec("square", 1, lambda a: a.square(), np.square, (ANY,), code=ops.SQUARE),
-    OpSpec("floor", 1, lambda a: a.floor(), np.floor, (ANY,), False, ops.FLOOR),
-    OpSpec("atan2", 2, lambda a, b: a.atan2(b), np.arctan2, (ANY, NONZERO), False, ops.ATAN2),
-    OpSpec("remainder", 2, lambda a, b: a % b, np.remainder, (ANY, NONZERO), False,
-           ops.REMAINDER),
-    # [end elementwise math]
 )  # fmt: skip
-
-# [elementwise math] The other new elementwise ops, in the same form. They are
-# kept out of OPS so that the shared per-row tests (every backend, dtype and layout) grow
-# by a family's representative only; tests/tensor/test_math_ops.py runs ALL_OPS' new rows.
-MORE_OPS: tuple[OpSpec, ...] = (
-    OpSpec("cos", 1, lambda a: a.cos(), np.cos, (ANY,), code=ops.COS),
-    OpSpec("tan", 1, lambda a: a.tan(), np.tan, (Domain(-1.3, 1.3),), code=ops.TAN),
-    OpSpec("asin", 1, lambda a: a.asin(), np.arcsin, (Domain(-0.95, 0.95),), code=ops.ASIN),
-    OpSpec("acos", 1, lambda a: a.acos(), np.arccos, (Domain(-0.95, 0.95),), code=ops.ACOS),
-    OpSpec("atan", 1, lambda a: a.atan(), np.arctan, (ANY,), code=ops.ATAN),
-    OpSpec("sinh", 1, lambda a: a.sinh(), np.sinh, (ANY,), code=ops.SINH),
-    OpSpec("cosh", 1, lambda a: a.cosh(), np.cosh, (ANY,), code=ops.COSH),
-    OpSpec("expm1", 1, lambda a: a.expm1(), np.expm1, (ANY,), code=ops.EXPM1),
-    OpSpec("log2", 1, lambda a: a.log2(), np.log2, (POSITIVE,), code=ops.LOG2),
-    OpSpec("log10", 1, lambda a: a.log10(), np.log10, (POSITIVE,), code=ops.LOG10),
-    OpSpec("exp2", 1, lambda a: a.exp2(), np.exp2, (ANY,), code=ops.EXP2),
-    OpSpec("rsqrt", 1, lambda a: a.rsqrt(), lambda a: 1.0 / np.sqrt(a), (POSITIVE,),
-           code=ops.RSQRT),
-    OpSpec("sign", 1, lambda a: a.sign(), np.sign, (ANY,), False, ops.SIGN),
-    OpSpec("ceil", 1, lambda a: a.ceil(), np.ceil, (ANY,), False, ops.CEIL),
-    OpSpec("round", 1, lambda a: a.round(), np.round, (ANY,), False, ops.ROUND),
-    OpSpec("trunc", 1, lambda a: a.trunc(), np.trunc, (ANY,), False, ops.TRUNC),
-    OpSpec("frac", 1, lambda a: a.frac(), lambda a: a - np.trunc(a), (ANY,), False, ops.FRAC),
-    OpSpec("fmod", 2, lambda a, b: a.fmod(b), np.fmod, (ANY, NONZERO), False, ops.FMOD),
-    OpSpec("floor_divide", 2, lambda a, b: a // b, np.floor_divide, (ANY, NONZERO), False,
-           ops.FLOOR_DIVIDE),
+MORE_OPS: tuple[OpSpec, ...] = tuple(s for s in TABLE_OPS if s not in _SHARED_TABLE_OPS) + (
     OpSpec("maximum", 2, lambda a, b: a.maximum(b), np.maximum, (ANY, ANY), False),
     OpSpec("minimum", 2, lambda a, b: a.minimum(b), np.minimum, (ANY, ANY), False),
-)  # fmt: skip
+)
 ALL_OPS = OPS + MORE_OPS
-# [end elementwise math]
 OPS_BY_NAME = {spec.name: spec for spec in ALL_OPS}
 
 

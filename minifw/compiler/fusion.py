@@ -12,7 +12,7 @@ may broadcast.
 
 `fused_kernel` writes Python source for a group (one `prange` loop; per output
 cell it reads each operand once, evaluates the members with the scalar functions
-of `operators.py` rounded to each member's dtype, exactly as the unfused kernels
+of `scalar_math.py` rounded to each member's dtype, exactly as the unfused kernels
 store them, and writes the outputs still needed), saves it under `cache_dir()`
 named by its hash and runs it as a module, so Numba's disk cache (`cache=True`)
 works across processes as it does for `fast_ops.py`.
@@ -54,7 +54,7 @@ from minifw.fast_ops import fast_path
 # The scalar functions generated kernels call, compiled once (like fast_ops' copies); with
 # the fast paths present, e^x is their SIMD version, as in FastOps' kernels.
 SCALAR = compile_functions(
-    [operators, tensor_data],
+    [*operators.KERNEL_MODULES, tensor_data],
     operators.KERNEL_FUNCTIONS,
     lambda fn: njit(fn, inline="always"),
     replacements={"exp": simd.exp} if (simd := fast_path("simd_math")) is not None else None,

@@ -1,4 +1,4 @@
-"""Property checks: the laws the scalar operators of `operators.py` must obey.
+"""Property checks: the laws the scalar operators of `scalar_math.py` must obey.
 
 A property is a statement that holds for *every* input, such as "mul(x, y) equals
 mul(y, x)". Each check below takes the functions under test as arguments plus some
@@ -7,7 +7,7 @@ those values. It returns None when the law holds.
 
 Taking the functions as arguments keeps a check independent of one implementation:
 `tests/core/test_operator_properties.py` runs every check on many inputs drawn by
-hypothesis with the operators of `operators.py` (where each must pass), and on
+hypothesis with the operators of `scalar_math.py` (where each must pass), and on
 deliberately broken operators, "mutants" such as a `max` that returns the minimum,
 where each must fail for some input. A check that never fails is useless, so a
 check scores only when it catches its mutants.

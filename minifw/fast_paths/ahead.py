@@ -50,7 +50,7 @@ COMMON: tuple[tuple[str, int, bool], ...] = (
     ("map", ops.RELU, False),
     ("cross_entropy", 0, False),
     ("reduce_across", ops.ADD, False),
-    ("zip", ops.RELU_BACK, False),
+    ("zip", ops.DERIVATIVES[ops.RELU], False),
 )
 # Kernels only some programs launch: the SGD update; the digits net's fold and max
 # pooling (one kernel each); pooling op by op (max and min across windows, eq/ne masks:

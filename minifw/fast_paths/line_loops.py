@@ -42,7 +42,7 @@ from minifw.tensor_ops import Storage
 # cached on disk: a process then loads those another one compiled (`ahead.py`).
 # `exp` is the same e^x written to run in SIMD lanes (see simd_math).
 _called = compile_functions(
-    [operators, tensor_data],
+    [*operators.KERNEL_MODULES, tensor_data],
     operators.KERNEL_FUNCTIONS + tensor_data.KERNEL_FUNCTIONS,
     called,
     replacements={"exp": _simd_math.exp},
@@ -53,7 +53,10 @@ index_to_position = _called.index_to_position
 # The same scalar functions inlined by Numba, for the reductions: so that they compile
 # under the reductions' fastmath flags, which let sums run in SIMD lanes.
 _inlined_ops = compile_functions(
-    [operators], operators.KERNEL_FUNCTIONS, inlined, replacements={"exp": _simd_math.exp}
+    operators.KERNEL_MODULES,
+    operators.KERNEL_FUNCTIONS,
+    inlined,
+    replacements={"exp": _simd_math.exp},
 )
 binary = _inlined_ops.binary
 
@@ -242,7 +245,9 @@ def _line_loop(name: str, op: int | None, arity: int) -> Any:
 @functools.cache
 def _inlined_knowing_only(op: int) -> Any:
     """`unary` and `binary` that know op code `op` only, to be inlined by Numba."""
-    return recompile_with(_inlined_ops, operators.dispatchers_for(op), [operators], inlined)
+    return recompile_with(
+        _inlined_ops, operators.dispatchers_for(op), operators.KERNEL_MODULES, inlined
+    )
 
 
 # x += y, x -= y, x *= y, x /= y: the ops that get a loop for a line updated in place

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from minifw._jit import njit
+from minifw.core.scalar_math import EXP_OVERFLOW
 
 LOG2_E = 1.4426950408889634
 LN2_HI = 0.6931471803691238  # ln 2 rounded to 32 significant bits: n * LN2_HI is exact
@@ -33,7 +34,6 @@ ROUNDER = 6755399441055744.0
 ROUNDER_BITS = 0x4338000000000000
 EXPONENT_BIAS = 1023
 MANTISSA_BITS = 52
-OVERFLOW_ABOVE = 709.782712893384  # e^x > largest double
 UNDERFLOW_BELOW = -745.1332191019412  # e^x < half the smallest subnormal
 # g(r) ~ (e^r - 1 - r) / r^2 for |r| <= ln2/2: the degree-9 polynomial through g's values
 # at the 10 Chebyshev nodes of that interval, solved for in 50-digit arithmetic (mpmath)
@@ -71,7 +71,7 @@ def exp(x: float) -> float:
     p = 1.0 + (r + r2 * g)
     half = n >> 1  # floor(n / 2)
     y = p * _power_of_two(half) * _power_of_two(n - half)  # nan stays nan throughout
-    if x > OVERFLOW_ABOVE:
+    if x > EXP_OVERFLOW:
         y = math.inf
     if x < UNDERFLOW_BELOW:
         y = 0.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from minifw.core import operators
+from minifw.core import scalar_math
 from minifw.core.autodiff import Context, History, is_grad_enabled
 
 
@@ -68,7 +68,7 @@ class Add(ScalarFunction):
     @staticmethod
     def forward(ctx: Context, a: float, b: float) -> float:
         """Return a + b."""
-        return operators.add(a, b)
+        return scalar_math.add(a, b)
 
     # END TASK 1.2
     # BEGIN TASK 1.3
@@ -87,7 +87,7 @@ class Sub(ScalarFunction):
     @staticmethod
     def forward(ctx: Context, a: float, b: float) -> float:
         """Return a - b."""
-        return operators.sub(a, b)
+        return scalar_math.sub(a, b)
 
     # END TASK 1.2
     # BEGIN TASK 1.3
@@ -107,7 +107,7 @@ class Mul(ScalarFunction):
     def forward(ctx: Context, a: float, b: float) -> float:
         """Return a * b, saving both for backward."""
         ctx.save_for_backward(a, b)
-        return operators.mul(a, b)
+        return scalar_math.mul(a, b)
 
     # END TASK 1.2
     # BEGIN TASK 1.3
@@ -129,8 +129,8 @@ class Div(ScalarFunction):
         """Return a / b (+-inf or nan when b is 0, as PyTorch does)."""
         ctx.save_for_backward(a, b)
         if b == 0.0:
-            return operators.mul(a, operators.inv(b))
-        return operators.div(a, b)
+            return scalar_math.mul(a, scalar_math.inv(b))
+        return scalar_math.div(a, b)
 
     # END TASK 1.2
     # BEGIN TASK 1.3
@@ -138,7 +138,7 @@ class Div(ScalarFunction):
     def backward(ctx: Context, d: float) -> tuple[float, float]:
         """df/da = 1 / b, df/db = -a / b^2."""
         a, b = ctx.saved_tensors
-        return operators.mul(d, operators.inv(b)), operators.inv_back(b, d * a)
+        return scalar_math.mul(d, scalar_math.inv(b)), scalar_math.inv_back(b, d * a)
 
     # END TASK 1.3
 
@@ -150,14 +150,14 @@ class Neg(ScalarFunction):
     @staticmethod
     def forward(ctx: Context, a: float) -> float:
         """Return -a."""
-        return operators.neg(a)
+        return scalar_math.neg(a)
 
     # END TASK 1.2
     # BEGIN TASK 1.3
     @staticmethod
     def backward(ctx: Context, d: float) -> float:
         """df/da = -1."""
-        return operators.neg(d)
+        return scalar_math.neg(d)
 
     # END TASK 1.3
 
@@ -169,7 +169,7 @@ class Pow(ScalarFunction):
     @staticmethod
     def forward(ctx: Context, a: float, b: float) -> float:
         """Return a ** b, saving a, b and the result for backward."""
-        out = operators.pow(a, b)
+        out = scalar_math.pow(a, b)
         ctx.save_for_backward(a, b, out)
         return out
 
@@ -179,8 +179,8 @@ class Pow(ScalarFunction):
     def backward(ctx: Context, d: float) -> tuple[float, float]:
         """df/da = b * a^(b - 1), df/db = a^b * log(a) (0 for b = 0 and a = 0, as PyTorch)."""
         a, b, out = ctx.saved_tensors
-        d_a = 0.0 if b == 0.0 else d * b * operators.pow(a, b - 1.0)
-        d_b = 0.0 if a == 0.0 and b >= 0.0 else d * out * operators.log(a)
+        d_a = 0.0 if b == 0.0 else d * b * scalar_math.pow(a, b - 1.0)
+        d_b = 0.0 if a == 0.0 and b >= 0.0 else d * out * scalar_math.log(a)
         return d_a, d_b
 
     # END TASK 1.3
@@ -193,7 +193,7 @@ class Exp(ScalarFunction):
     @staticmethod
     def forward(ctx: Context, a: float) -> float:
         """Return e^a, saving it for backward."""
-        out = operators.exp(a)
+        out = scalar_math.exp(a)
         ctx.save_for_backward(out)
         return out
 
@@ -203,7 +203,7 @@ class Exp(ScalarFunction):
     def backward(ctx: Context, d: float) -> float:
         """df/da = e^a."""
         (out,) = ctx.saved_tensors
-        return operators.mul(d, out)
+        return scalar_math.mul(d, out)
 
     # END TASK 1.3
 
@@ -216,7 +216,7 @@ class Log(ScalarFunction):
     def forward(ctx: Context, a: float) -> float:
         """Return ln(a) (-inf at 0, nan below), saving a for backward."""
         ctx.save_for_backward(a)
-        return operators.log(a)
+        return scalar_math.log(a)
 
     # END TASK 1.2
     # BEGIN TASK 1.3
@@ -224,7 +224,7 @@ class Log(ScalarFunction):
     def backward(ctx: Context, d: float) -> float:
         """df/da = 1 / a."""
         (a,) = ctx.saved_tensors
-        return operators.log_back(a, d)
+        return scalar_math.log_back(a, d)
 
     # END TASK 1.3
 
@@ -236,7 +236,7 @@ class Sigmoid(ScalarFunction):
     @staticmethod
     def forward(ctx: Context, a: float) -> float:
         """Return sigmoid(a), saving it for backward."""
-        out = operators.sigmoid(a)
+        out = scalar_math.sigmoid(a)
         ctx.save_for_backward(out)
         return out
 
@@ -259,7 +259,7 @@ class ReLU(ScalarFunction):
     def forward(ctx: Context, a: float) -> float:
         """Return relu(a), saving a for backward."""
         ctx.save_for_backward(a)
-        return operators.relu(a)
+        return scalar_math.relu(a)
 
     # END TASK 1.2
     # BEGIN TASK 1.3
@@ -267,7 +267,7 @@ class ReLU(ScalarFunction):
     def backward(ctx: Context, d: float) -> float:
         """df/da = 1 where a > 0, else 0."""
         (a,) = ctx.saved_tensors
-        return operators.relu_back(a, d)
+        return scalar_math.relu_back(a, d)
 
     # END TASK 1.3
 
@@ -279,7 +279,7 @@ class Tanh(ScalarFunction):
     @staticmethod
     def forward(ctx: Context, a: float) -> float:
         """Return tanh(a), saving it for backward."""
-        out = operators.tanh(a)
+        out = scalar_math.tanh(a)
         ctx.save_for_backward(out)
         return out
 
@@ -313,7 +313,7 @@ class LT(Comparison):
     @staticmethod
     def forward(ctx: Context, a: float, b: float) -> float:
         """Return 1. if a < b else 0."""
-        return operators.lt(a, b)
+        return scalar_math.lt(a, b)
 
     # END TASK 1.2
 
@@ -325,7 +325,7 @@ class GT(Comparison):
     @staticmethod
     def forward(ctx: Context, a: float, b: float) -> float:
         """Return 1. if a > b else 0."""
-        return operators.gt(a, b)
+        return scalar_math.gt(a, b)
 
     # END TASK 1.2
 
@@ -337,7 +337,7 @@ class LE(Comparison):
     @staticmethod
     def forward(ctx: Context, a: float, b: float) -> float:
         """Return 1. if a <= b else 0."""
-        return operators.le(a, b)
+        return scalar_math.le(a, b)
 
     # END TASK 1.2
 
@@ -349,7 +349,7 @@ class GE(Comparison):
     @staticmethod
     def forward(ctx: Context, a: float, b: float) -> float:
         """Return 1. if a >= b else 0."""
-        return operators.ge(a, b)
+        return scalar_math.ge(a, b)
 
     # END TASK 1.2
 
@@ -361,7 +361,7 @@ class EQ(Comparison):
     @staticmethod
     def forward(ctx: Context, a: float, b: float) -> float:
         """Return 1. if a == b else 0."""
-        return operators.eq(a, b)
+        return scalar_math.eq(a, b)
 
     # END TASK 1.2
 
@@ -373,6 +373,6 @@ class NE(Comparison):
     @staticmethod
     def forward(ctx: Context, a: float, b: float) -> float:
         """Return 1. if a != b else 0."""
-        return operators.ne(a, b)
+        return scalar_math.ne(a, b)
 
     # END TASK 1.2

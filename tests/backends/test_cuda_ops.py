@@ -65,10 +65,14 @@ KERNELS = [Kernel(s.name, s.code, s.ref, s.domain) for s in OPS if s.code is not
     Kernel("max", ops.MAX, lambda x, y: np.where(x >= y, x, y), (ANY, ANY)),
     Kernel("min", ops.MIN, lambda x, y: np.where(x <= y, x, y), (ANY, ANY)),
     Kernel("pow", ops.POW, np.power, (POSITIVE, ANY)),
-    Kernel("log_back", ops.LOG_BACK, lambda x, d: d / x, (POSITIVE, ANY)),
-    Kernel("relu_back", ops.RELU_BACK, lambda x, d: np.where(x > 0, d, 0 * d), (ANY, ANY)),
-    Kernel("sigmoid_back", ops.SIGMOID_BACK, _sigmoid_back, (ANY, ANY)),
-    Kernel("tanh_back", ops.TANH_BACK, lambda x, d: d * (1 - np.tanh(x) ** 2), (ANY, ANY)),
+    Kernel("log_back", ops.DERIVATIVES[ops.LOG], lambda x, d: d / x, (POSITIVE, ANY)),
+    Kernel(
+        "relu_back", ops.DERIVATIVES[ops.RELU], lambda x, d: np.where(x > 0, d, 0 * d), (ANY, ANY)
+    ),
+    Kernel("sigmoid_back", ops.DERIVATIVES[ops.SIGMOID], _sigmoid_back, (ANY, ANY)),
+    Kernel(
+        "tanh_back", ops.DERIVATIVES[ops.TANH], lambda x, d: d * (1 - np.tanh(x) ** 2), (ANY, ANY)
+    ),
 ]
 UNARY = [k for k in KERNELS if len(k.domains) == 1]
 BINARY = [k for k in KERNELS if len(k.domains) == 2]

@@ -134,7 +134,7 @@ NUMPY_BINARY = {
     ops.MIN: np.minimum, ops.LT: np.less, ops.GT: np.greater, ops.LE: np.less_equal,
     ops.GE: np.greater_equal, ops.EQ: np.equal, ops.NE: np.not_equal,
 }  # fmt: skip
-BACKWARD = [ops.LOG_BACK, ops.RELU_BACK]
+BACKWARD = [ops.DERIVATIVES[ops.LOG], ops.DERIVATIVES[ops.RELU]]
 REDUCE = {ops.ADD: np.sum, ops.MUL: np.prod, ops.MAX: np.max, ops.MIN: np.min}
 FLOAT_IDS = {"ids": lambda d: np.dtype(d).name}
 

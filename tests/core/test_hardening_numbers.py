@@ -15,7 +15,7 @@ import pytest
 
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's name
-from minifw.core import operators as ops
+from minifw.core import scalar_math as ops
 
 try:
     import torch

@@ -1,6 +1,6 @@
 """Task 0.2: the property checks students write in minifw/core/properties.py.
 
-Each check is graded twice. First it must pass on the operators of operators.py, for
+Each check is graded twice. First it must pass on the operators of scalar_math.py, for
 inputs drawn by hypothesis: a correct law holds for them. Then it must catch mutants,
 deliberately broken operators: on a small grid of inputs (every pair of GRID, say),
 the check must raise AssertionError at least once. A check that asserts nothing
@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minifw.core import operators as ops
 from minifw.core import properties
+from minifw.core import scalar_math as ops
 
 pytestmark = pytest.mark.task0_2
 
@@ -30,7 +30,7 @@ GRID = (-7.0, -2.0, -0.5, 0.0, 0.5, 1.0, 3.0)
 POSITIVE_GRID = (0.1, 0.5, 2.0, 10.0)
 
 
-# ---- every check passes on the operators of operators.py ----
+# ---- every check passes on the operators of scalar_math.py ----
 
 
 @given(small, small)

@@ -32,14 +32,14 @@ def test_the_bundle_holds_the_scripts_and_the_staff_copy(bundle: Path) -> None:
     with zipfile.ZipFile(bundle) as archive:
         names = set(archive.namelist())
         modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
-        operators = archive.read("minifw/core/operators.py").decode()
+        scalar_math = archive.read("minifw/core/scalar_math.py").decode()
         record = json.loads(archive.read("minifw_course/assignment.json"))
         pins = archive.read("requirements.txt").decode().split()
     assert {"setup.sh", "run_autograder", "requirements.txt"} <= names
     assert modes["setup.sh"] & stat.S_IXUSR and modes["run_autograder"] & stat.S_IXUSR
     assert not modes["requirements.txt"] & stat.S_IXUSR
     # the staff copy is the student repository: stubs, never the reference solution
-    assert 'NotImplementedError("Task 0.1' in operators
+    assert 'NotImplementedError("Task 0.1' in scalar_math
     assert record["module"] == 0
     assert not any(name.startswith(("tests/course/", "minifw/fast_paths/")) for name in names)
     assert [pin.split("==")[0] for pin in pins] == list(GRADING_PACKAGES)

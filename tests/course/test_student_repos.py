@@ -213,9 +213,10 @@ def test_grading_a_module_0_submission_with_task_0_1_done(student, tmp_path: Pat
     staff = student(0)
     submission = tmp_path / "submission"
     shutil.copytree(staff, submission)
-    assert fill_task(submission, ROOT, "0.1") == ["minifw/core/operators.py"]
-    solved = (submission / "minifw/core/operators.py").read_text()
-    assert 'NotImplementedError("Task 0.1' not in solved and "Task 0.3" in solved
+    assert fill_task(submission, ROOT, "0.1") == ["minifw/core/scalar_math.py"]
+    solved = (submission / "minifw/core/scalar_math.py").read_text()
+    assert 'NotImplementedError("Task 0.1' not in solved
+    assert 'NotImplementedError("Task 0.3' in (submission / "minifw/core/list_ops.py").read_text()
     lines: list[str] = []
     results = grade(submission, parse_tasks("0.1,0.3"), 600, tmp_path / "results.json",
                     log=lines.append, staff=staff, user="same")  # fmt: skip
