@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from minifw.nn import Module, Parameter
 from minifw.scalar.scalar import Scalar
@@ -40,8 +42,55 @@ class Net(Module):
         self.b = Inner()
 
 
+# A drawn module tree: (parameters, buffers, children) of each module, so a walk that
+# only knows Net's shape fails. Attributes are set parameters first, then buffers, then
+# children, and every listing walks modules in pre-order with each module's own first.
+Spec = tuple[int, int, list[Any]]
+trees: st.SearchStrategy[Spec] = st.recursive(
+    st.tuples(st.integers(0, 2), st.integers(0, 2), st.just([])),
+    lambda children: st.tuples(
+        st.integers(0, 2), st.integers(0, 2), st.lists(children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def build(spec: Spec) -> Module:
+    """The module tree a spec describes (parameter values count up from 1)."""
+    module = Module()
+    params, buffers, children = spec
+    for i in range(params):
+        setattr(module, f"p{i}", Parameter(Scalar(float(i + 1))))
+    for i in range(buffers):
+        module.register_buffer(f"b{i}", Scalar(float(i), requires_grad=False))
+    for i, child in enumerate(children):
+        setattr(module, f"m{i}", build(child))
+    return module
+
+
+def walk(spec: Spec, prefix: str = "") -> list[tuple[str, Spec]]:
+    """(dotted name, spec) of every module of a spec tree, in pre-order."""
+    found = [(prefix, spec)]
+    for i, child in enumerate(spec[2]):
+        found += walk(child, f"{prefix}.m{i}" if prefix else f"m{i}")
+    return found
+
+
+def own_names(spec: Spec, kind: str) -> list[str]:
+    """The dotted names a listing of parameters ("p") or buffers ("b") gives."""
+    count = 0 if kind == "p" else 1
+    return [f"{name}.{kind}{i}" if name else f"{kind}{i}"
+            for name, node in walk(spec) for i in range(node[count])]  # fmt: skip
+
+
 @pytest.mark.task0_4
-def test_named_parameters_are_dotted_and_in_assignment_order() -> None:
+@given(trees)
+def test_named_parameters_are_dotted_and_in_assignment_order(tree: Spec) -> None:
+    drawn = build(tree)
+    assert [name for name, _ in drawn.named_parameters()] == own_names(tree, "p")
+    assert [name for name, _ in drawn.named_parameters(recurse=False)] == own_names(
+        (tree[0], 0, []), "p"
+    )
     net = Net()
     names = [name for name, _ in net.named_parameters()]
     assert names == ["w", "a.p", "b.q", "b.c.p"]
@@ -52,7 +101,12 @@ def test_named_parameters_are_dotted_and_in_assignment_order() -> None:
 
 
 @pytest.mark.task0_4
-def test_children_and_modules() -> None:
+@given(trees)
+def test_children_and_modules(tree: Spec) -> None:
+    drawn = build(tree)
+    assert [name for name, _ in drawn.named_children()] == [f"m{i}" for i in range(len(tree[2]))]
+    assert [name for name, _ in drawn.named_modules()] == [name for name, _ in walk(tree)]
+    assert len(list(drawn.modules())) == len(walk(tree))
     net = Net()
     assert [name for name, _ in net.named_children()] == ["a", "b"]
     assert list(net.children()) == [net.a, net.b]
@@ -62,7 +116,13 @@ def test_children_and_modules() -> None:
 
 
 @pytest.mark.task0_4
-def test_shared_parameters_and_modules_are_listed_once() -> None:
+@given(trees)
+def test_shared_parameters_and_modules_are_listed_once(tree: Spec) -> None:
+    drawn = build(tree)
+    for child in list(drawn.children()):
+        drawn.add_module(f"again_{len(list(drawn.children()))}", child)  # listed once
+    assert [name for name, _ in drawn.named_modules()] == [name for name, _ in walk(tree)]
+    assert [name for name, _ in drawn.named_parameters()] == own_names(tree, "p")
     net = Net()
     net.tied = net.w  # the same Parameter under a second name
     net.again = net.a  # the same module under a second name
@@ -72,7 +132,13 @@ def test_shared_parameters_and_modules_are_listed_once() -> None:
 
 
 @pytest.mark.task0_4
-def test_buffers_are_listed_like_parameters_with_dotted_names() -> None:
+@given(trees)
+def test_buffers_are_listed_like_parameters_with_dotted_names(tree: Spec) -> None:
+    drawn = build(tree)
+    assert [name for name, _ in drawn.named_buffers()] == own_names(tree, "b")
+    assert [b.data for b in drawn.buffers()] == [
+        float(i) for _, node in walk(tree) for i in range(node[1])
+    ]
     net = Net()
     net.register_buffer("steps", Scalar(0.0, requires_grad=False))
     net.b.c.register_buffer("mean", Scalar(1.0, requires_grad=False))
@@ -84,7 +150,15 @@ def test_buffers_are_listed_like_parameters_with_dotted_names() -> None:
 
 
 @pytest.mark.task0_4
-def test_train_and_eval_reach_every_submodule() -> None:
+@given(trees, st.data())
+def test_train_and_eval_reach_every_submodule(tree: Spec, data: st.DataObject) -> None:
+    drawn = build(tree)
+    modules = [module for _, module in drawn.named_modules()]
+    assert drawn.eval() is drawn and not any(m.training for m in modules)
+    pick = data.draw(st.integers(0, len(modules) - 1), label="module set to train")
+    modules[pick].train()
+    below = {id(m) for m in modules[pick].modules()}
+    assert [m.training for m in modules] == [id(m) in below for m in modules]
     net = Net()
     assert all(m.training for m in net.modules())
     assert net.eval() is net
