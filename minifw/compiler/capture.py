@@ -43,6 +43,7 @@ from minifw.core.random import generator
 from minifw.core.tensor_data import TensorData, strides_from_shape
 from minifw.tensor.autograd import recorded_inputs
 from minifw.tensor.functions import is_tensor
+from minifw.tensor.kernel_api import cells, has_hooks
 from minifw.tensor.tensor import Tensor
 
 
@@ -167,8 +168,8 @@ class Recorder(hooks.Listener):
         self._ids: dict[int, int] = {}
         self._alive: list[Any] = []  # every storage seen, so that ids stay unique
         for i, t in enumerate(inputs):
-            if id(t._data.base) not in self._ids:
-                self._register(t._data.base, "input", i)
+            if id(cells(t).base) not in self._ids:
+                self._register(cells(t).base, "input", i)
 
     def _register(self, storage: Any, origin: str, index: int, fill: Any = None) -> int:
         number = len(self.buffers)
@@ -223,8 +224,8 @@ class Recorder(hooks.Listener):
     def on_state(self, tensors: list[Any]) -> None:
         """Note state kept across calls: the replay may write it in place, as f does."""
         for t in tensors:
-            self.fresh.pop(id(t._data.base), None)
-            self.state[id(t._data.base)] = t
+            self.fresh.pop(id(cells(t).base), None)
+            self.state[id(cells(t).base)] = t
             self._alive.append(t)
 
     def on_backward(self, entering: bool) -> None:
@@ -282,7 +283,7 @@ class Recorder(hooks.Listener):
             return True
         if id(out.base) in self.state:
             return True
-        return any(leaf._data.base is out.base for leaf in self.leaves.values())
+        return any(cells(leaf).base is out.base for leaf in self.leaves.values())
 
     def _refill(self, storage: Any) -> None:
         """Make a buffer made without a launch, now written in place, the output of a step.
@@ -376,12 +377,12 @@ def analyse(recorder: Recorder, result: Any) -> Graph:
         cleared = [t for key, t in recorder.cleared.items() if key in recorder.leaves]
         graph.cleared = [describer.value(t) for t in cleared]
         for leaf in recorder.leaves.values():
-            if leaf._hooks:
+            if has_hooks(leaf):
                 raise UnsupportedError("its backward runs hooks on a leaf")
             if leaf.grad is None:  # used (by an update step) and set back to None
                 graph.grads.append((describer.value(leaf), None))
                 continue
-            grad = recorder.ref(leaf.grad._data)
+            grad = recorder.ref(cells(leaf.grad))
             if graph.buffers[grad.buf].origin != "step" or leaf.history is not None:
                 raise UnsupportedError("its backward sets a .grad in a way the replay cannot")
             graph.needed.add(grad.buf)
@@ -419,12 +420,12 @@ class _Describer:
     def state_objects(self) -> None:
         """Make the optimizer state the steps use objects: looked up at every replay."""
         for t in self.recorder.state.values():
-            number = self.recorder._ids.get(id(t._data.base))
+            number = self.recorder._ids.get(id(cells(t).base))
             if number is None or self.graph.buffers[number].origin == "input":
                 continue
             if self.graph.buffers[number].origin == "step":
                 raise UnsupportedError("it keeps state that it computes (make it before f runs)")
-            self._object(t, self.recorder.ref(t._data))
+            self._object(t, self.recorder.ref(cells(t)))
 
     def nodes_of(self, outputs: list[Tensor]) -> None:
         """Describe every autograd node behind `outputs`, inputs before users."""
@@ -446,12 +447,12 @@ class _Describer:
         ctx: Any = history.ctx
         if getattr(ctx, "_freed", False):
             raise UnsupportedError("it runs backward inside the function (the graph is freed)")
-        if t._hooks or t._retains_grad:
+        if has_hooks(t) or t.retains_grad:
             raise UnsupportedError("it registers hooks (or retain_grad) on an intermediate tensor")
         args = tuple(self.value(v) for v in recorded_inputs(history))
         saved = tuple(self.value(v) for v in ctx.saved_values)
         attrs = {k: self.value(v) for k, v in vars(ctx).items()}
-        ref = self.recorder.ref(t._data)
+        ref = self.recorder.ref(cells(t))
         self.graph.needed.add(ref.buf)
         return Node(history.last_fn, args, saved, attrs, ref, t.backend)
 
@@ -479,7 +480,7 @@ class _Describer:
             return ("input", self.inputs[id(t)])
         if id(t) in self.node_ids:
             return ("node", self.node_ids[id(t)])
-        ref = self.recorder.ref(t._data)
+        ref = self.recorder.ref(cells(t))
         origin = self.graph.buffers[ref.buf].origin
         if origin in ("step", "input"):
             if t.requires_grad and not (self.detached and t.history is not None):

@@ -95,6 +95,7 @@ from minifw.compiler.replay import Plan, RecaptureError, RunEagerError
 from minifw.core.autodiff import is_grad_enabled
 from minifw.core.dtypes import get_default_dtype
 from minifw.tensor.functions import is_tensor
+from minifw.tensor.kernel_api import cells
 from minifw.tensor.tensor import Tensor
 
 MODES = ("default", "replay", "eager")
@@ -235,7 +236,7 @@ def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[
 
 def _key(value: Any, inputs: list[Tensor], bases: dict[int, int]) -> Any:
     if is_tensor(value):
-        data = value._data
+        data = cells(value)
         alias = bases.setdefault(id(data.base), len(inputs))
         inputs.append(value)
         return ("T", data.shape, data.strides, data.offset, str(value.dtype),

@@ -32,6 +32,7 @@ from minifw.core import hooks
 from minifw.core.hooks import Launch, anyone_listening, op_name
 from minifw.core.tensor_data import TensorData, numel_of, strides_from_shape
 from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.kernel_api import cells, has_hooks, store_grad
 from minifw.tensor.tensor import Tensor
 
 WRITABLE = ("input", "object")  # buffers from outside whose in-place writes a replay repeats
@@ -305,10 +306,10 @@ class Plan:
         bufs: list[Any] = [None] * len(graph.buffers)
         versions: dict[int, list[int]] = {}
         for index, n in self.inputs:
-            bufs[n] = inputs[index]._data.base
-            versions[n] = inputs[index]._data.version
+            bufs[n] = cells(inputs[index]).base
+            versions[n] = cells(inputs[index]).version
         for obj, n, layout, requires_grad, dtype in self.layouts:
-            data = obj._data
+            data = cells(obj)
             if (data.shape, data.strides, data.offset) != layout or (
                 obj.requires_grad != requires_grad or data.base.dtype != dtype
             ):
@@ -325,7 +326,7 @@ class Plan:
         for leaf in self.cleared:  # f clears these first (optimizer.zero_grad())
             rebuild.value(leaf).grad = None
         leaves = [rebuild.value(leaf) for leaf in self.leaves]
-        if any(leaf._grad is not None or leaf._hooks for leaf in leaves):
+        if any(leaf.grad is not None or has_hooks(leaf) for leaf in leaves):
             raise RunEagerError
         if anyone_listening[0] and hooks.listening():  # tools hear each kernel it runs
             hooks.run_function(self.label, "forward", self._execute, bufs, True)
@@ -337,7 +338,7 @@ class Plan:
             if grad is not None:
                 # The capture checked this gradient against its leaf, and the guards above
                 # refuse a leaf whose layout or dtype changed: no check per call.
-                leaf._grad = rebuild.tensor(grad, leaf.backend)
+                store_grad(leaf, rebuild.tensor(grad, leaf.backend))
         return rebuild.result()
 
 
@@ -402,7 +403,7 @@ class _Rebuild:
             return self.tensor(v[1], v[2])
         if tag == "copy":
             made = self.tensor(v[1], v[2])
-            return Tensor(made.backend.contiguous(made._data), made.backend)
+            return Tensor(made.backend.contiguous(cells(made)), made.backend)
         if tag == "seq":
             return v[1](self.value(x) for x in v[2])
         return {k: self.value(x) for k, x in v[1].items()}

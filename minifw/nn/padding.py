@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from minifw.tensor.creation import cat
+from minifw.tensor.kernel_api import full
 from minifw.tensor.tensor import Tensor
 
 MODES = ("constant", "reflect", "replicate", "circular")
@@ -26,7 +27,7 @@ def _block(t: Tensor, dim: int, size: int, value: float) -> Tensor:
     """A tensor like `t` with `size` cells along `dim`, every cell `value`."""
     shape = list(t.shape)
     shape[dim] = size
-    return t.detach()._full(tuple(shape), value)
+    return full(t, tuple(shape), value)
 
 
 def _mirrored(t: Tensor, dim: int, cells: Sequence[int]) -> list[Tensor]:

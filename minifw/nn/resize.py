@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from minifw.tensor.kernel_api import wrap
 from minifw.tensor.tensor import Tensor
 
 LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3}
@@ -115,7 +116,7 @@ def interpolate(
             weights = nearest_matrix(n, m, factor)
         else:
             weights = linear_matrix(n, m, factor, bool(align_corners))
-        matrix = out._new(out.backend.from_numpy(weights.astype(out.dtype.numpy)))
+        matrix = wrap(out.backend.from_numpy(weights.astype(out.dtype.numpy)), out)
         out = (out.transpose(dim, -1) @ matrix).transpose(dim, -1)
     return out
 

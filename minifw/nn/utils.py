@@ -16,6 +16,7 @@ from minifw.core import operators as ops
 from minifw.core import unsupported
 from minifw.core.autodiff import no_grad
 from minifw.tensor.creation import cat
+from minifw.tensor.kernel_api import scalar, zip_op
 from minifw.tensor.tensor import Tensor, tensor
 
 TensorOrTensors = Tensor | Iterable[Tensor]
@@ -69,7 +70,7 @@ def _norm_of_norms(norms: list[Tensor], norm_type: float) -> Tensor:
     if math.isinf(norm_type):
         op = ops.MAX if norm_type > 0 else ops.MIN
         for n in norms[1:]:
-            total = total._zip(op, n)
+            total = zip_op(op, total, n)
         return total
     if len(norms) == 1:
         return total
@@ -88,7 +89,7 @@ def clip_grads_with_norm_(
         return
     with no_grad():
         coef = float(max_norm) / (total_norm.detach() + 1e-6)
-        clamped = coef._zip(ops.MIN, coef._scalar_like(1.0))
+        clamped = zip_op(ops.MIN, coef, scalar(coef, 1.0))
         for g in grads:
             g.mul_(clamped.to(g.dtype))
 
@@ -114,8 +115,8 @@ def clip_grad_value_(
     """Clamp every gradient cell into [-clip_value, clip_value], in place."""
     with no_grad():
         for g in _grads(parameters):
-            high, low = g._scalar_like(clip_value), g._scalar_like(-clip_value)
-            g.copy_(g._zip(ops.MIN, high)._zip(ops.MAX, low))
+            high, low = scalar(g, clip_value), scalar(g, -clip_value)
+            g.copy_(zip_op(ops.MAX, zip_op(ops.MIN, g, high), low))
 
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:

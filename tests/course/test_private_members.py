@@ -1,0 +1,87 @@
+"""nn, optim and the compiler reach a Tensor's cells through `minifw.tensor.kernel_api`.
+
+Every file under minifw/nn, minifw/optim and minifw/compiler is parsed with `ast`; an
+attribute read or write whose name is a private member of `Tensor` (`t._data`,
+`t._zip(...)`, `t._grad`) counts against that file. Files still holding some are listed in
+`ALLOWED` with their count, which may only shrink: the kernel-level API
+(docs/ARCHITECTURE.md, "The kernel-level API") is the way down.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from minifw.tensor.tensor import Tensor
+
+pytestmark = pytest.mark.staff
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("minifw/nn", "minifw/optim", "minifw/compiler")
+
+# PyTorch's own underscored names, public there too: `t._version`, `t._base`.
+PYTORCH_NAMES = {"_version", "_base"}
+
+# Files that still use Tensor's private members, with how many uses each: only shrinks.
+ALLOWED: dict[str, int] = {
+    "minifw/nn/activation.py": 25,
+    "minifw/nn/conv.py": 11,
+    "minifw/nn/functional.py": 10,
+    "minifw/nn/losses.py": 42,
+    "minifw/nn/pooling.py": 9,
+}
+
+
+def tensor_private_names() -> set[str]:
+    """Tensor's private attributes and methods (one underscore, not dunders)."""
+    names = set(dir(Tensor)) | set(Tensor.__slots__)
+    return {
+        n for n in names if n.startswith("_") and not n.startswith("__") and n not in PYTORCH_NAMES
+    }
+
+
+def private_uses(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of each `x.<name>` in `source` where `x` is not `self` or `cls`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute) or node.attr not in names:
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            continue
+        found.append((node.lineno, node.attr))
+    return found
+
+
+def uses_by_file() -> dict[str, list[tuple[int, str]]]:
+    """Each file of PACKAGES with its uses of Tensor's private members."""
+    names = tensor_private_names()
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            uses = private_uses(path.read_text("utf-8"), names)
+            if uses:
+                out[path.relative_to(REPO).as_posix()] = uses
+    return out
+
+
+def test_the_scanner_sees_reads_writes_and_calls() -> None:
+    names = {"_data", "_zip", "_grad"}
+    source = "a = t._data\nt._grad = None\nu = x._zip(1, y)\nself._data = 3\nz = t.data\n"
+    assert private_uses(source, names) == [(1, "_data"), (2, "_grad"), (3, "_zip")]
+
+
+def test_tensor_has_the_private_members_the_scanner_looks_for() -> None:
+    assert {"_data", "_zip", "_map", "_reduce", "_new", "_grad"} <= tensor_private_names()
+
+
+def test_nn_optim_and_compiler_use_no_more_private_tensor_members_than_allowed() -> None:
+    found = uses_by_file()
+    over = {
+        path: Counter(name for _, name in uses)
+        for path, uses in found.items()
+        if len(uses) > ALLOWED.get(path, 0)
+    }
+    assert over == {}, f"use minifw.tensor.kernel_api instead: {over}"
