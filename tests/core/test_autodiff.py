@@ -110,6 +110,47 @@ def test_central_difference_of_a_cubic(x: float, a: float, b: float) -> None:
 # ---- 1.4 topological sort ----
 
 
+@st.composite
+def random_graphs(draw: st.DrawFn) -> tuple[list[Node], list[Node]]:
+    """Leaves, then nodes each combining 1-3 earlier values with integer weights."""
+    leaves = [Node() for _ in range(draw(st.integers(1, 3)))]
+    nodes: list[Node] = list(leaves)
+    for _ in range(draw(st.integers(1, 10))):
+        k = draw(st.integers(1, 3))
+        inputs = [nodes[draw(st.integers(0, len(nodes) - 1))] for _ in range(k)]
+        weights = [float(draw(st.integers(-3, 3))) for _ in range(k)]
+        nodes.append(Node(inputs, weights))
+    return leaves, nodes
+
+
+def expected_derivatives(nodes: list[Node]) -> dict[int, float]:
+    """d root / d value for every value the last node reaches, summed over paths."""
+    root = nodes[-1]
+    expected: dict[int, float] = {root.unique_id: 1.0}
+    for node in reversed(nodes):  # creation order is a topological order
+        if node.unique_id in expected:
+            for x, w in zip(node.inputs, node.weights, strict=True):
+                expected[x.unique_id] = (
+                    expected.get(x.unique_id, 0.0) + w * expected[node.unique_id]
+                )
+    return expected
+
+
+def check_drawn_graph(graph: tuple[list[Node], list[Node]]) -> None:
+    """Sort and backpropagate a drawn graph: every fixed-graph test checks one too."""
+    leaves, nodes = graph
+    order = topological_sort(nodes[-1])
+    position = {n.unique_id: i for i, n in enumerate(order)}
+    reached = expected_derivatives(nodes)
+    assert set(position) == set(reached) and len(order) == len(position)
+    for node in order:
+        for parent in node.parents:
+            assert position[node.unique_id] < position[parent.unique_id]
+    backpropagate(nodes[-1], 1.0)
+    for leaf in leaves:
+        assert leaf.derivative == reached.get(leaf.unique_id)
+
+
 def diamond() -> tuple[Node, Node, Node, Node]:
     """x -> a = 2x, b = 3x -> out = a + b (the derivative is 5 along two paths)."""
     x = Node()
@@ -120,7 +161,9 @@ def diamond() -> tuple[Node, Node, Node, Node]:
 
 
 @pytest.mark.task1_4
-def test_sort_puts_every_value_before_its_inputs() -> None:
+@given(random_graphs())
+def test_sort_puts_every_value_before_its_inputs(graph: tuple[list[Node], list[Node]]) -> None:
+    check_drawn_graph(graph)
     x, a, b, out = diamond()
     order = topological_sort(out)
     assert order[0] is out
@@ -133,7 +176,9 @@ def test_sort_puts_every_value_before_its_inputs() -> None:
 
 
 @pytest.mark.task1_4
-def test_sort_skips_constants() -> None:
+@given(random_graphs())
+def test_sort_skips_constants(graph: tuple[list[Node], list[Node]]) -> None:
+    check_drawn_graph(graph)
     x = Node()
     c = Node(constant=True)
     out = Node([x, c], [1.0, 1.0])
@@ -158,7 +203,11 @@ def test_sort_and_backpropagate_a_10000_node_chain() -> None:
 
 
 @pytest.mark.task1_4
-def test_diamond_accumulates_both_paths_and_visits_each_node_once() -> None:
+@given(random_graphs())
+def test_diamond_accumulates_both_paths_and_visits_each_node_once(
+    graph: tuple[list[Node], list[Node]],
+) -> None:
+    check_drawn_graph(graph)
     x, a, b, out = diamond()
     backpropagate(out, 1.0)
     assert x.derivative == 5.0
@@ -166,7 +215,9 @@ def test_diamond_accumulates_both_paths_and_visits_each_node_once() -> None:
 
 
 @pytest.mark.task1_4
-def test_leaves_accumulate_across_backward_calls() -> None:
+@given(random_graphs())
+def test_leaves_accumulate_across_backward_calls(graph: tuple[list[Node], list[Node]]) -> None:
+    check_drawn_graph(graph)
     x, _, _, out = diamond()
     backpropagate(out, 1.0)
     backpropagate(out, 0.5)
@@ -174,7 +225,11 @@ def test_leaves_accumulate_across_backward_calls() -> None:
 
 
 @pytest.mark.task1_4
-def test_constants_receive_nothing_and_unreached_leaves_stay_none() -> None:
+@given(random_graphs())
+def test_constants_receive_nothing_and_unreached_leaves_stay_none(
+    graph: tuple[list[Node], list[Node]],
+) -> None:
+    check_drawn_graph(graph)
     x, y = Node(), Node()
     c = Node(constant=True)
     out = Node([x, c, x], [2.0, 5.0, 3.0])
@@ -185,24 +240,15 @@ def test_constants_receive_nothing_and_unreached_leaves_stay_none() -> None:
 
 
 @pytest.mark.task1_4
-def test_without_retain_graph_a_second_backward_raises() -> None:
+@given(random_graphs())
+def test_without_retain_graph_a_second_backward_raises(
+    graph: tuple[list[Node], list[Node]],
+) -> None:
+    check_drawn_graph(graph)
     _, _, _, out = diamond()
     backpropagate(out, 1.0, retain_graph=False)
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         backpropagate(out, 1.0)
-
-
-@st.composite
-def random_graphs(draw: st.DrawFn) -> tuple[list[Node], list[Node]]:
-    """Leaves, then nodes each combining 1-3 earlier values with integer weights."""
-    leaves = [Node() for _ in range(draw(st.integers(1, 3)))]
-    nodes: list[Node] = list(leaves)
-    for _ in range(draw(st.integers(1, 10))):
-        k = draw(st.integers(1, 3))
-        inputs = [nodes[draw(st.integers(0, len(nodes) - 1))] for _ in range(k)]
-        weights = [float(draw(st.integers(-3, 3))) for _ in range(k)]
-        nodes.append(Node(inputs, weights))
-    return leaves, nodes
 
 
 @pytest.mark.task1_4
@@ -210,13 +256,7 @@ def random_graphs(draw: st.DrawFn) -> tuple[list[Node], list[Node]]:
 def test_backpropagate_sums_weights_over_all_paths(graph: tuple[list[Node], list[Node]]) -> None:
     leaves, nodes = graph
     root = nodes[-1]
-    expected: dict[int, float] = {root.unique_id: 1.0}
-    for node in reversed(nodes):  # creation order is a topological order
-        if node.unique_id in expected:
-            for x, w in zip(node.inputs, node.weights, strict=True):
-                expected[x.unique_id] = (
-                    expected.get(x.unique_id, 0.0) + w * expected[node.unique_id]
-                )
+    expected = expected_derivatives(nodes)
     backpropagate(root, 1.0)
     for leaf in leaves:
         assert leaf.derivative == expected.get(leaf.unique_id)
