@@ -26,8 +26,17 @@ Capture semantics (the tracing pitfalls)
       requires_grad (and which of them share storage), the values of non-tensor
       arguments (numbers, strings, None, tuples/lists/dicts of these; other
       hashable objects, such as a Module passed as `self`, by equality, which is
-      identity for most objects), grad mode and the default dtype. A call that
+      identity for most objects; floats by value and sign, so `f(x, 0.0)` and
+      `f(x, -0.0)` are two captures), grad mode and the default dtype. A call that
       differs in any of them captures again.
+    - Guards on what `f` reads without receiving it (`minifw.compiler.guards`):
+      the training mode of every Module it reaches (through its globals, closure,
+      defaults, `self` or its arguments), and the identity of every tensor it reads
+      there by reference: `d["w"] = other`, a rebound global or closure variable,
+      or a new Parameter assigned to a module captures again instead of replaying
+      the old tensor. Captures are kept per guarded state (up to MAX_VARIANTS per
+      signature), so switching between `train()` and `eval()` replays each; the
+      first time a guard of a given kind changes, a `CompileWarning` says which.
     - Tensors that `f` reads without receiving them (parameters of a model, other
       closed-over tensors) are read by storage at every call, so in-place updates
       (optimizer steps) are seen. Those in the autograd graph (parameters that
@@ -83,14 +92,18 @@ them from disk.
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from minifw.backends import default_backend
 from minifw.compiler.capture import Recorder, UnsupportedError, analyse, capturing, recording
+from minifw.compiler.guards import Guards, find
 from minifw.compiler.replay import Plan, RecaptureError, RunEagerError
 from minifw.core.autodiff import is_grad_enabled
 from minifw.core.dtypes import get_default_dtype
@@ -100,7 +113,8 @@ from minifw.tensor.tensor import Tensor
 
 MODES = ("default", "replay", "eager")
 MAX_GRAPHS = 8  # signatures kept per compiled function; the oldest goes first
-_UNSEEN: Any = object()  # a signature not captured yet
+MAX_VARIANTS = 4  # captures kept per signature, for different guarded state (train/eval)
+Variant = tuple[Guards, "Plan | None"]  # a capture's guards, and its plan (None: eager)
 
 
 class CompileWarning(UserWarning):
@@ -118,9 +132,10 @@ class CompiledFunction:
         self.fn = fn
         self.mode = mode
         self.stats = {"captures": 0, "replays": 0, "eager_calls": 0, "fallbacks": 0}
-        self._plans: OrderedDict[Any, Plan | None] = OrderedDict()
+        self._plans: OrderedDict[Any, list[Variant]] = OrderedDict()
         self._lock = threading.Lock()
         self._warned_arguments = False
+        self._warned_guards: set[str] = set()  # the kinds of changed guards already told
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -141,15 +156,19 @@ class CompiledFunction:
                 self._warned_arguments = True
                 _warn(f"{_name(self.fn)} gets {problem}; it runs eagerly")
             return self._eager(args, kwargs)
-        plan = self._plans.get(key, _UNSEEN)  # one lookup: atomic without the lock
-        if plan is _UNSEEN:
-            return self._capture(key, inputs, args, kwargs)
+        variants = self._plans.get(key)  # one lookup: atomic without the lock
+        if variants is None:
+            return self._capture(key, inputs, args, kwargs, self._zero_sign_changed(key))
+        chosen, changed = _choose(variants)
+        if chosen is None:
+            return self._capture(key, inputs, args, kwargs, changed)
+        plan = variants[chosen][1]
         if plan is None:
             return self._eager(args, kwargs)
         try:
             result = plan.run(inputs)
         except RecaptureError:
-            return self._capture(key, inputs, args, kwargs)
+            return self._capture(key, inputs, args, kwargs, None, chosen)
         except RunEagerError:
             return self._eager(args, kwargs)
         with self._lock:
@@ -162,8 +181,19 @@ class CompiledFunction:
         return self.fn(*args, **kwargs)
 
     def _capture(
-        self, key: Any, inputs: list[Tensor], args: tuple[Any, ...], kwargs: dict[str, Any]
+        self,
+        key: Any,
+        inputs: list[Tensor],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        changed: tuple[str, str] | None,
+        replace: int | None = None,
     ) -> Any:
+        """Capture a call; `changed` is the guard whose change made it, `replace` its slot."""
+        if changed is not None and changed[0] not in self._warned_guards:
+            self._warned_guards.add(changed[0])
+            _warn(f"{_name(self.fn)} captures again: {changed[1]} (told once per kind of "
+                  "change)")  # fmt: skip
         recorder = Recorder(inputs)
         with recording(recorder):
             result = self.fn(*args, **kwargs)
@@ -175,24 +205,44 @@ class CompiledFunction:
                 plan = Plan(analyse(recorder, result), fuse, f"compiled {_name(self.fn)}")
             except UnsupportedError as problem:
                 problems.append(str(problem))
+        guards = find(self.fn, args, kwargs, _read_by_reference(plan))
+        self._keep(key, (guards if plan is not None else guards.modes_only(), plan), replace)
         with self._lock:
             self.stats["captures"] += 1
             if plan is None:
                 self.stats["fallbacks"] += 1
-            self._plans[key] = plan
-            self._plans.move_to_end(key)
-            while len(self._plans) > MAX_GRAPHS:
-                self._plans.popitem(last=False)
         if plan is None:
             shapes = ", ".join(str(tuple(t.shape)) for t in inputs) or "no tensors"
             _warn(f"could not capture {_name(self.fn)} for inputs of shapes {shapes}: "
                   f"{'; '.join(problems)}. It runs eagerly for these inputs.")  # fmt: skip
         return result
 
-    def plans(self) -> list[Plan]:
-        """The captured programs, one per signature seen (oldest first)."""
+    def _keep(self, key: Any, variant: Variant, replace: int | None) -> None:
+        """File a capture under its signature (a new list: readers never see one change)."""
         with self._lock:
-            return [plan for plan in self._plans.values() if plan is not None]
+            variants = list(self._plans.get(key, ()))
+            if replace is not None and replace < len(variants):
+                variants[replace] = variant
+            else:
+                variants = [variant, *variants][:MAX_VARIANTS]
+            self._plans[key] = variants
+            self._plans.move_to_end(key)
+            while len(self._plans) > MAX_GRAPHS:
+                self._plans.popitem(last=False)
+
+    def _zero_sign_changed(self, key: Any) -> tuple[str, str] | None:
+        """Whether a new signature differs from a captured one only by a zero's sign."""
+        loose = _loose(key)
+        with self._lock:
+            seen = [k for k in self._plans if _loose(k) == loose]
+        if not seen:
+            return None
+        return "zero", "a float argument is a zero of the other sign (x / 0.0 is not x / -0.0)"
+
+    def plans(self) -> list[Plan]:
+        """The captured programs, one per signature and guarded state seen (oldest first)."""
+        with self._lock:
+            return [p for variants in self._plans.values() for _, p in variants if p is not None]
 
     def explain(self) -> str:
         """What was captured: each signature's kernels, fused groups marked `fused[...]`."""
@@ -245,7 +295,12 @@ def _key(value: Any, inputs: list[Tensor], bases: dict[int, int]) -> Any:
         return (type(value).__name__, tuple(_key(v, inputs, bases) for v in value))
     if type(value) is dict:
         return ("dict", tuple((k, _key(v, inputs, bases)) for k, v in value.items()))
-    if value is None or isinstance(value, bool | int | float | str):
+    if isinstance(value, float | np.floating) and not isinstance(value, bool):
+        number = float(value)  # 0.0 == -0.0 and nan != nan: the key tells zeros apart, not nans
+        if number != number:
+            return ("float", "nan", 1.0)
+        return ("float", number, math.copysign(1.0, number))
+    if value is None or isinstance(value, bool | int | str):
         return (type(value).__name__, value)
     try:
         hash(value)
@@ -259,6 +314,35 @@ def _key(value: Any, inputs: list[Tensor], bases: dict[int, int]) -> Any:
 
 def _name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def _choose(variants: list[Variant]) -> tuple[int | None, tuple[str, str] | None]:
+    """The first capture whose guards hold, else None and what changed for the newest."""
+    changed = None
+    for i, (guards, _) in enumerate(variants):
+        failed = guards.failed()
+        if failed is None:
+            return i, None
+        changed = changed or failed
+    return None, changed
+
+
+def _read_by_reference(plan: Plan | None) -> set[int]:
+    """The ids of the storages a plan reads from outside its arguments (a guarded read)."""
+    if plan is None:
+        return set()
+    graph = plan.graph
+    read = {id(b.storage) for b in graph.buffers if b.origin == "const" and b.storage is not None}
+    return read | {id(cells(t).base) for t, _, _ in graph.objects}
+
+
+def _loose(key: Any) -> Any:
+    """A signature with its floats' signs of zero dropped (0.0 and -0.0 alike)."""
+    if type(key) is tuple:
+        if len(key) == 3 and key[0] == "float":
+            return ("float", key[1])
+        return tuple(_loose(k) for k in key)
+    return key
 
 
 def _warn(message: str) -> None:
