@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from minifw.core.autodiff import no_grad
 from minifw.datasets import PointSet, simple
@@ -67,25 +69,38 @@ ACTIVATIONS = {
 }
 
 
+# small integers and halves: every sum and product below is exact in floats
+halves = st.integers(-8, 8).map(lambda n: n / 2)
+
+
 @pytest.mark.task1_5
-def test_linear_forward_is_bias_plus_weighted_sum_and_reaches_the_weights() -> None:
+@given(st.lists(halves, min_size=6, max_size=6), st.lists(halves, min_size=2, max_size=2),
+       st.lists(halves, min_size=3, max_size=3))  # fmt: skip
+def test_linear_forward_is_bias_plus_weighted_sum_and_reaches_the_weights(
+    flat: list[float], biases: list[float], xs: list[float]
+) -> None:
+    weights = [flat[:3], flat[3:]]
     layer = ScalarLinear(3, 2, random.Random(0))
-    set_weights(layer, [[1.0, -2.0, 0.5], [0.0, 3.0, -1.0]], [0.25, -4.0])
-    x = [Scalar(2.0), Scalar(1.0), Scalar(-2.0)]
+    set_weights(layer, weights, biases)
+    x = [Scalar(v) for v in xs]
     outputs = layer(x)
-    assert [out.data for out in outputs] == [0.25 + 2.0 - 2.0 - 1.0, -4.0 + 3.0 + 2.0]
+    expected = [b + sum(w * v for w, v in zip(row, xs, strict=True))
+                for row, b in zip(weights, biases, strict=True)]  # fmt: skip
+    assert [out.data for out in outputs] == pytest.approx(expected, abs=1e-12)
     outputs[1].backward()
-    assert [p.value.grad for p in layer.weights[1]] == [2.0, 1.0, -2.0]
+    assert [p.value.grad for p in layer.weights[1]] == xs
     assert layer.biases[1].value.grad == 1.0
     assert all(p.value.grad is None for p in layer.weights[0])
-    assert [xi.grad for xi in x] == [0.0, 3.0, -1.0]
+    assert [xi.grad for xi in x] == weights[1]
 
 
 @pytest.mark.task1_5
 @pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
-def test_mlp_applies_the_activation_between_layers_only(activation: str) -> None:
-    model = ScalarMLP([2, 3, 2, 1], activation=activation, seed=3)
-    point = [0.3, -0.8]
+@given(st.integers(0, 10_000), st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=2))
+def test_mlp_applies_the_activation_between_layers_only(
+    activation: str, seed: int, point: list[float]
+) -> None:
+    model = ScalarMLP([2, 3, 2, 1], activation=activation, seed=seed)
     expected = point
     for k, layer in enumerate(model.layers):
         expected = linear_on_floats(layer, expected)
@@ -97,21 +112,23 @@ def test_mlp_applies_the_activation_between_layers_only(activation: str) -> None
 
 
 @pytest.mark.task1_5
-def test_model_shape_and_parameters() -> None:
-    model = ScalarMLP([2, 3, 1], seed=1)
+@given(st.integers(1, 5), st.integers(0, 10_000), st.floats(-1.0, 1.0))
+def test_model_shape_and_parameters(hidden: int, seed: int, x: float) -> None:
+    model = ScalarMLP([2, hidden, 1], seed=seed)
     names = [name for name, _ in model.named_parameters()]
-    assert len(names) == 2 * 3 + 3 + 3 * 1 + 1
+    assert len(names) == 2 * hidden + hidden + hidden * 1 + 1
     assert names[0] == "layer1.weight_0_0" and names[-1] == "layer2.bias_0"
-    (out,) = model([0.2, 0.7])
+    (out,) = model([x, 0.7])
     assert isinstance(out, Scalar) and out.history is not None
-    assert ScalarMLP([2, 3, 1], seed=1)([0.2, 0.7])[0].data == out.data  # seeded
+    assert ScalarMLP([2, hidden, 1], seed=seed)([x, 0.7])[0].data == out.data  # seeded
     with pytest.raises(ValueError, match="activation"):
         ScalarMLP([2, 1], activation="gelu")
 
 
 @pytest.mark.task1_5
-def test_epoch_loss_is_the_mean_cross_entropy_and_counts_hits() -> None:
-    model = ScalarMLP([2, 2, 1], seed=4)
+@given(st.integers(0, 10_000))
+def test_epoch_loss_is_the_mean_cross_entropy_and_counts_hits(seed: int) -> None:
+    model = ScalarMLP([2, 2, 1], seed=seed)
     with no_grad():
         logits = [model(point)[0].data for point in POINTS.X]
     expected = sum(
@@ -127,25 +144,30 @@ def test_epoch_loss_is_the_mean_cross_entropy_and_counts_hits() -> None:
 
 
 @pytest.mark.task1_5
-def test_sgd_step_moves_against_the_gradient_and_clears_it() -> None:
-    model = ScalarMLP([2, 1], seed=0)
+@given(st.integers(0, 10_000), halves, halves, st.sampled_from([0.5, 0.25, 0.125]))
+def test_sgd_step_moves_against_the_gradient_and_clears_it(
+    seed: int, first: float, second: float, lr: float
+) -> None:
+    model = ScalarMLP([2, 1], seed=seed)
     params = list(model.parameters())
     before = [p.value.data for p in params]
-    params[0].value.grad = 2.0
-    params[1].value.grad = -1.0
-    sgd_step(model, 0.25)
+    params[0].value.grad = first
+    params[1].value.grad = second
+    sgd_step(model, lr)
     after = [p.value.data for p in params]
-    assert after[0] == before[0] - 0.5 and after[1] == before[1] + 0.25
+    assert after[0] == pytest.approx(before[0] - lr * first, rel=1e-12, abs=1e-15)
+    assert after[1] == pytest.approx(before[1] - lr * second, rel=1e-12, abs=1e-15)
     assert after[2:] == before[2:]  # no gradient: unchanged
     assert all(p.value.grad is None for p in params)
 
 
 @pytest.mark.task1_5
-def test_train_epoch_reports_the_loss_before_its_update_and_lowers_it() -> None:
-    model = ScalarMLP([2, 3, 1], seed=2)
+@given(st.integers(0, 10_000))
+def test_train_epoch_reports_the_loss_before_its_update_and_lowers_it(seed: int) -> None:
+    model = ScalarMLP([2, 3, 1], seed=seed)
     with no_grad():
         start, start_hits = epoch_loss(model, POINTS)
-    loss, acc = train_epoch(model, POINTS, lr=0.5)
+    loss, acc = train_epoch(model, POINTS, lr=0.05)  # a small step lowers a smooth loss
     assert math.isclose(loss, start.data, rel_tol=1e-12) and acc == start_hits / POINTS.n
     assert all(p.value.grad is None for p in model.parameters())
     with no_grad():
