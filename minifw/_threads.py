@@ -84,6 +84,12 @@ class LoadGauge:
         self._helpers: dict[int, int] = {}  # pid -> ticks it had run when last read
         self._last = (time.monotonic(), self._ticks())
 
+    def limit(self, count: int) -> None:
+        """Use at most `count` threads (never more than Numba's pool has)."""
+        config: Any = numba.config
+        self.most = min(count, config.NUMBA_NUM_THREADS)
+        self.threads = self.most  # the next reading of the load lowers it again if need be
+
     def count_as_own(self, pid: int) -> None:
         """Count process `pid`'s CPU time as this process's (a helper it started)."""
         with self._lock:
@@ -120,6 +126,29 @@ class LoadGauge:
 
 gauge = LoadGauge()
 _chosen = threading.local()  # the thread count this thread last gave Numba
+_requested: list[int | None] = [None]  # the count set_num_threads was last given
+
+
+def set_num_threads(count: int) -> None:
+    """Let parallel kernels use at most `count` threads (`torch.set_num_threads`).
+
+    1 runs every kernel's serial twin. minifw still gives a kernel fewer threads while
+    other processes keep the cores busy, and never more than Numba's pool has.
+
+    Raises:
+        RuntimeError: `count` is not a positive int (PyTorch's errors).
+    """
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(count).__name__}")
+    if count < 1:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {count}")
+    _requested[0] = count
+    gauge.limit(count)
+
+
+def get_num_threads() -> int:
+    """The thread count parallel kernels may use: the last `set_num_threads`, else Numba's."""
+    return _requested[0] if _requested[0] is not None else gauge.most
 
 
 def parallel_pays(work: int, threshold: int) -> bool:

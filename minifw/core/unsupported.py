@@ -88,7 +88,6 @@ UNSUPPORTED: dict[str, dict[str, str]] = {
         "short": SMALL_INT,
         "byte": SMALL_INT,
         "char": SMALL_INT,
-        "pin_memory": "pinned host memory is out of scope (no asynchronous copies)",
         "share_memory_": DISTRIBUTED,
         "is_inference": "inference_mode does not mark tensors (it works as no_grad)",
     },

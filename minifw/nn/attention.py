@@ -89,12 +89,14 @@ def _check_attention_shapes(query: Tensor, key: Tensor, value: Tensor) -> None:
     if min(query.dim(), key.dim(), value.dim()) < 2:
         raise RuntimeError(
             "scaled_dot_product_attention: query, key and value need at least 2 dims, got "
-            f"shapes {query.shape}, {key.shape} and {value.shape}"
+            f"shapes {tuple(query.shape)}, {tuple(key.shape)} and {tuple(value.shape)}"
         )
     if key.shape[-1] != query.shape[-1] or key.shape[-2] != value.shape[-2]:
         raise RuntimeError(
-            f"scaled_dot_product_attention: query {query.shape}, key {key.shape} and value "
-            f"{value.shape} do not fit: key needs query's last dim and value's sequence length"
+            f"scaled_dot_product_attention: query {tuple(query.shape)}, key {tuple(key.shape)} "
+            "and value "
+            f"{tuple(value.shape)} do not fit: key needs query's last dim and value's sequence "
+            "length"
         )
 
 
@@ -227,7 +229,10 @@ class MultiheadAttention(Module):
                 f"was expecting embedding dimension of {self.embed_dim}, but got {query.shape[-1]}"
             )
         if key.shape[:-1] != value.shape[:-1]:
-            raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+            raise AssertionError(
+                f"key shape {tuple(key.shape)} does not match value shape "
+                f"{tuple(value.shape)}"
+            )
         if key.shape[-1] != self.kdim or value.shape[-1] != self.vdim:
             raise AssertionError(
                 f"expected key and value feature sizes {self.kdim} and {self.vdim}, got "
@@ -289,7 +294,7 @@ class MultiheadAttention(Module):
         if key_padding_mask is not None and tuple(key_padding_mask.shape) != (batch, source):
             raise AssertionError(
                 f"expected key_padding_mask of shape {(batch, source)}, but got "
-                f"{key_padding_mask.shape}"
+                f"{tuple(key_padding_mask.shape)}"
             )
 
     def extra_repr(self) -> str:
@@ -301,11 +306,12 @@ def _check_attn_mask(mask: Tensor, length: int, source: int, batch_heads: int) -
     """RuntimeError naming the shapes unless attn_mask is (L, S) or (N * heads, L, S)."""
     if mask.dim() == 2 and tuple(mask.shape) != (length, source):
         raise RuntimeError(
-            f"The shape of the 2D attn_mask is {mask.shape}, but should be {(length, source)}."
+            f"The shape of the 2D attn_mask is {tuple(mask.shape)}, but should be "
+            f"{(length, source)}."
         )
     if mask.dim() == 3 and tuple(mask.shape) != (batch_heads, length, source):
         raise RuntimeError(
-            f"The shape of the 3D attn_mask is {mask.shape}, but should be "
+            f"The shape of the 3D attn_mask is {tuple(mask.shape)}, but should be "
             f"{(batch_heads, length, source)}."
         )
     if mask.dim() not in (2, 3):

@@ -372,7 +372,7 @@ class _BatchNorm(Module):
         if input.shape[1] != self.num_features:
             raise ValueError(
                 f"{type(self).__name__}({self.num_features}): expected {self.num_features} "
-                f"channels (dim 1), got input of shape {input.shape}"
+                f"channels (dim 1), got input of shape {tuple(input.shape)}"
             )
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002

@@ -103,7 +103,10 @@ def interpolate(
             "linear | bilinear | bicubic | trilinear"
         )
     if nd < 1:
-        raise ValueError(f"interpolate: expected a 3-D to 5-D input, got shape {input.shape}")
+        raise ValueError(
+            "interpolate: expected a 3-D to 5-D input, got shape "
+            f"{tuple(input.shape)}"
+        )
     sizes, factors = _output_sizes(input, size, scale_factor, nd)
     if recompute_scale_factor:
         factors = (None,) * nd

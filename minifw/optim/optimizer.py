@@ -114,7 +114,10 @@ class Optimizer:
                 )
             t = param_tensor(p)
             if not t.is_leaf:
-                raise ValueError(f"can't optimize a non-leaf Tensor (param {i}, shape {t.shape})")
+                raise ValueError(
+                    f"can't optimize a non-leaf Tensor (param {i}, shape "
+                    f"{tuple(t.shape)})"
+                )
             if id(p) in seen:
                 raise ValueError("some parameters appear in more than one parameter group")
             seen.add(id(p))
@@ -286,12 +289,13 @@ def _check_state_tensor(index: int, name: str, value: Any, param: Tensor) -> Non
     if not isinstance(value, Tensor):
         raise ValueError(
             f"loaded state dict has {name!r} of type {type(value).__name__} for parameter "
-            f"{index} of shape {param.shape}: expected a tensor of that shape"
+            f"{index} of shape {tuple(param.shape)}: expected a tensor of that shape"
         )
     if value.shape != param.shape:
         raise ValueError(
-            f"loaded state dict has {name!r} of shape {value.shape} for parameter {index} of "
-            f"shape {param.shape}: it would broadcast at the next step"
+            f"loaded state dict has {name!r} of shape {tuple(value.shape)} for parameter {index} "
+            "of "
+            f"shape {tuple(param.shape)}: it would broadcast at the next step"
         )
     if not value.dtype.is_floating_point and param.dtype.is_floating_point:
         raise ValueError(

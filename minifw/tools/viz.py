@@ -129,7 +129,7 @@ def _value_label(obj: Any, name: str | None) -> tuple[str, str]:
     if grad is None:
         fields.append("grad None")
     elif getattr(grad, "shape", None) is not None:
-        fields.append(_escape(f"grad {grad.shape}"))
+        fields.append(_escape(f"grad {tuple(grad.shape)}"))
     else:
         fields.append(_escape(f"grad {_number(grad)}"))
     history = obj.history

@@ -65,11 +65,21 @@ def test_size_like_torch() -> None:
     assert shape.numel() == theirs.numel() == 24
     assert isinstance(shape[1:], mf.Size) and shape[1:] == (3, 4) and shape[-1] == 4
     assert isinstance(shape + (5,), mf.Size) and shape + (5,) == theirs + (5,)
-    assert repr(shape) == str(shape) == "minifw.Size([2, 3, 4])" and f"{shape}" == "(2, 3, 4)"
+    assert repr(shape) == str(shape) == "minifw.Size([2, 3, 4])"
     assert repr(mf.Size()) == "minifw.Size([])" and mf.Size([np.int64(2)]) == (2,)
     assert copy.deepcopy(shape) == shape and pickle.loads(pickle.dumps(shape)) == shape
     assert mf.zeros(2, 3).size() == (2, 3) and isinstance(mf.zeros(2).size(), mf.Size)
     assert mf.zeros(2, 3).size(-1) == 3 and type(mf.zeros(2, 3).size(0)) is int
+
+
+def test_size_formats_as_its_str_like_torch() -> None:
+    """f-strings and format() print a Size as str() does; a format spec is a TypeError."""
+    mine, theirs = mf.Size([3, 4]), torch.Size([3, 4])
+    assert f"{theirs}" == format(theirs) == str(theirs) == "torch.Size([3, 4])"
+    assert f"{mine}" == format(mine) == str(mine) == "minifw.Size([3, 4])"
+    assert f"{mf.zeros(2, 1).shape}" == "minifw.Size([2, 1])"
+    assert f"{mf.Size()}" == "minifw.Size([])"
+    check_raises_like_torch(lambda lib: format(lib.Size([3]), ">9"), [], match="format string")
 
 
 def test_size_rejects_non_ints() -> None:
@@ -103,9 +113,87 @@ def test_module_to_device() -> None:
 def test_cuda_module_functions() -> None:
     """mf.cuda.device_count() follows is_available(); the seeding calls are accepted."""
     assert mf.cuda.device_count() == (1 if mf.cuda.is_available() else 0)
-    assert mf.cuda.current_device() == 0
+    if mf.cuda.is_available():
+        assert mf.cuda.current_device() == 0
     mf.cuda.manual_seed(0)
     mf.cuda.manual_seed_all(0)
+    assert mf.cuda.is_bf16_supported() is False  # no bfloat16 dtype (torch's CPU build: False)
+
+
+NO_GPU_CALLS = {
+    "current_device": lambda lib: lib.cuda.current_device(),
+    "synchronize": lambda lib: lib.cuda.synchronize(),
+    "get_device_name": lambda lib: lib.cuda.get_device_name(0),
+    "get_device_capability": lambda lib: lib.cuda.get_device_capability(),
+    "current_stream": lambda lib: lib.cuda.current_stream(),
+    "default_stream": lambda lib: lib.cuda.default_stream(),
+    "Stream": lambda lib: lib.cuda.Stream(),
+    "Event": lambda lib: lib.cuda.Event(enable_timing=True),
+    "enter device(0)": lambda lib: lib.cuda.device(0).__enter__(),
+    "pin_memory": lambda lib: lib.zeros(3).pin_memory(),
+}
+
+
+@pytest.mark.skipif(mf.cuda.is_available(), reason="the CPU-only answers")
+@pytest.mark.parametrize("call", list(NO_GPU_CALLS), ids=list(NO_GPU_CALLS))
+def test_cuda_without_a_gpu_raises_like_torchs_cpu_build(call: str) -> None:
+    """Without a GPU: PyTorch's CPU build's exception class, a message naming the cause."""
+    if torch.cuda.is_available():
+        pytest.skip("the oracle must be a CPU-only torch")
+    check_raises_like_torch(NO_GPU_CALLS[call], [], match="(?i)CUDA|GPU|accelerator")
+
+
+def test_cuda_no_ops_without_a_gpu_like_torch() -> None:
+    """What PyTorch's CPU build accepts: stream(None), device(-1), is_pinned."""
+    for lib in (torch, mf):
+        with lib.cuda.stream(None):
+            pass
+        with lib.cuda.device(-1):
+            pass
+        assert lib.zeros(2).is_pinned() is False
+        assert isinstance(lib.cuda.device(0), lib.cuda.device)  # entering it is what fails
+
+
+def test_cpu_namespace_like_torch() -> None:
+    """mf.cpu: streams, events and synchronize are no-ops; counts and names as torch.cpu."""
+    for name in ("is_available", "device_count", "current_device"):
+        assert getattr(mf.cpu, name)() == getattr(torch.cpu, name)()
+    assert mf.cpu.synchronize() is None and mf.cpu.synchronize("cpu") is None
+    stream = mf.cpu.Stream()
+    assert stream.wait_stream(stream) is None and stream.wait_event(mf.cpu.Event()) is None
+    assert isinstance(stream.record_event(), mf.cpu.Event) and mf.cpu.Event().query()
+    assert isinstance(mf.cpu.current_stream(), mf.cpu.Stream)
+    before = mf.cpu.current_stream()
+    with mf.cpu.stream(stream):
+        assert mf.cpu.current_stream() is stream
+    assert mf.cpu.current_stream() is before
+    assert sorted(set(dir(torch.cpu.Stream())) - set(dir(mf.cpu.Stream()))) == []
+
+
+@pytest.mark.skipif(not mf.cuda.is_available(), reason="needs CUDA or NUMBA_ENABLE_CUDASIM=1")
+def test_cuda_streams_and_events_on_a_gpu() -> None:
+    """Streams and events are Numba's; events order and time the work."""
+    numba_cuda = pytest.importorskip("numba.cuda")
+    stream = mf.cuda.Stream()
+    assert isinstance(stream.cuda_stream, type(numba_cuda.stream()))
+    start, end = mf.cuda.Event(enable_timing=True), mf.cuda.Event(enable_timing=True)
+    start.record(stream)
+    with mf.cuda.stream(stream):
+        assert mf.cuda.current_stream() == stream
+        x = (mf.ones(64, device="cuda") * 2).sum()
+        end.record()
+    end.synchronize()
+    assert x.item() == 128.0 and end.query() and start.elapsed_time(end) >= 0.0
+    assert mf.cuda.current_stream() == mf.cuda.default_stream()
+    other = mf.cuda.Stream()
+    other.wait_stream(stream)
+    other.synchronize()
+    mf.cuda.synchronize()
+    assert isinstance(mf.cuda.get_device_name(), str) and mf.cuda.get_device_name()
+    assert len(mf.cuda.get_device_capability()) == 2
+    assert mf.zeros(2).pin_memory().tolist() == [0.0, 0.0]
+    with pytest.raises(RuntimeError, match="one GPU"):
+        mf.cuda.synchronize(1)
 
 
 @pytest.mark.skipif(not mf.cuda.is_available(), reason="needs CUDA or NUMBA_ENABLE_CUDASIM=1")
