@@ -15,6 +15,7 @@ are made from its rows: a new elementwise op adds nothing here.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -273,14 +274,21 @@ def reference(row: ops.OpRow) -> Callable[..., np.ndarray]:
     return found or np.vectorize(row.function, otypes=[np.float64])
 
 
+# The Python operator of a method, which also takes a number on its left (2.0 % t).
+OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "remainder": operator.mod,
+    "floor_divide": operator.floordiv,
+}
+
+
 def spec_of(row: ops.OpRow) -> OpSpec:
-    """The OpSpec of an op-table row with a Tensor method: the method called on a tensor."""
+    """The OpSpec of an op-table row with a Tensor method: the method (or its operator)."""
     method = row.method
     assert method is not None
     return OpSpec(
         method,
         row.arity,
-        lambda *args: getattr(args[0], method)(*args[1:]),
+        OPERATORS.get(method) or (lambda *args: getattr(args[0], method)(*args[1:])),
         reference(row),
         tuple(Domain(*d) for d in row.domain),
         row.grad_domain is not None,
