@@ -6,8 +6,9 @@ make-assignment, or the reference repository; the submission supplies only its t
 files: the files that fence a task of a graded module (and the catalog's non-test paths
 of those tasks, such as `project/`). Everything else in the submission is ignored.
 
-Every pytest child runs with HYPOTHESIS_PROFILE=grade (tests/conftest.py: few examples,
-derandomized, no shrinking), so a grade does not depend on luck or on a stub's shrinking.
+Every pytest child runs with HYPOTHESIS_PROFILE=grade (tests/hypothesis_profiles.py: few
+examples, derandomized, no shrinking), so a grade does not depend on luck or on a stub's
+shrinking.
 
 1. The plan: in a fresh copy of the staff template, before any submission file is laid
    in, one pytest child collects each task's tests and runs their setup only
@@ -59,7 +60,7 @@ from minifw_course.tasks import TASKS, Task
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 OUTPUT_LIMIT = 8000
-# The hypothesis profile of every graded run (registered in tests/conftest.py).
+# The hypothesis profile of every graded run (tests/hypothesis_profiles.py).
 GRADE_ENV = {"HYPOTHESIS_PROFILE": "grade"}
 _MESSAGE_LINES = 12
 # Left out of the copy of the staff template: version control, environments, caches.

@@ -1,4 +1,4 @@
-"""Shared test setup: hypothesis profiles, task markers and the backend fixture."""
+"""Shared test setup: the hypothesis profile, task markers and the backend fixture."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import settings
 
 from minifw_course.tasks import COURSE_TASKS
+from tests.hypothesis_profiles import register_profiles
 
 # No compile-ahead helper process per test worker (minifw/fast_paths/ahead.py): the suite
 # keeps every core busy already; tests/fast_paths/test_ahead.py starts one itself.
@@ -63,41 +64,7 @@ if int(os.environ.get("NUMBA_ENABLE_CUDASIM") or 0):
     kernelapi.FakeCUDAShared.array = _atomic_shared_array()
     sys.setswitchinterval(1e-4)
 
-settings.register_profile(
-    "dev",
-    max_examples=25,
-    deadline=None,
-    # the `backend` fixture is function-scoped on purpose: each example reuses its backend
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-settings.register_profile(
-    "ci",
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
-    print_blob=True,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
-settings.register_profile(
-    "cudasim",
-    max_examples=5,
-    deadline=None,
-    derandomize=True,  # CI runs the same small sample every time
-    suppress_health_check=list(HealthCheck),
-)
-settings.register_profile(
-    "grade",
-    max_examples=10,
-    deadline=None,
-    derandomize=True,  # every grading run of a submission sees the same examples
-    # a stub's NotImplementedError fails at the first example instead of being shrunk
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
+register_profiles()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 

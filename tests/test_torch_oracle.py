@@ -13,19 +13,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import minifw as mf
 from minifw.tensor_ops import TensorBackend
 from tests import strategies as mt
+from tests.hypothesis_profiles import at_most
 
 torch = pytest.importorskip("torch")
 
-fixture_ok = settings(
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-    max_examples=min(settings().max_examples, 10),
-)
+fixture_ok = at_most(10)
 Shapes = st.SearchStrategy[tuple[tuple[int, ...], ...]]
 
 

@@ -7,17 +7,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from minifw.core import operators as ops
 from minifw.core.tensor_data import TensorData
 from minifw.tensor_ops import TensorBackend
 from tests import strategies as mt
+from tests.hypothesis_profiles import fixture_ok
 
 task2_3 = pytest.mark.task2_3
 # `backend` is function-scoped but returns the same built backend every time.
-fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 UNARY = [spec for spec in mt.OPS if spec.code is not None and spec.arity == 1]
 BINARY = [spec for spec in mt.OPS if spec.code is not None and spec.arity == 2]

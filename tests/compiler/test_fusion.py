@@ -16,6 +16,7 @@ import minifw as mf
 from minifw.compiler import fusion as _fusion
 from minifw.compiler.compile import compile as mf_compile
 from minifw.tools.profiler import profile
+from tests.strategies import assert_close
 
 pytestmark = pytest.mark.extra  # given code (profiler, mf.compile): no course task
 
@@ -25,10 +26,8 @@ def values(shape, seed, requires_grad=False):
     return mf.tensor(data, requires_grad=requires_grad)
 
 
-def assert_close(got, want):
-    np.testing.assert_allclose(
-        got.detach().numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-12, equal_nan=True
-    )
+# Compiled and eager runs agree to the last bits, or nearly.
+TIGHT = {"rtol": 1e-12, "atol": 1e-12}
 
 
 def test_a_chain_becomes_one_kernel_that_writes_only_its_result():
@@ -40,7 +39,7 @@ def test_a_chain_becomes_one_kernel_that_writes_only_its_result():
     compiled(x, y)
     with profile() as prof:
         got = compiled(x, y)
-    assert_close(got, f(x, y))
+    assert_close(got, f(x, y), **TIGHT)
     (event,) = prof.events
     assert event.kind == "fused"
     assert event.name == "fused[mul,add,sigmoid,mul,sub,relu]"
@@ -94,13 +93,13 @@ def test_graphs_with_branches_views_and_in_place_writes_match_eager(f, grad):
     got, want = compiled(x, y), f(ex, ey)
     got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
     for g, w in zip(got, want, strict=True):
-        assert_close(g, w)
+        assert_close(g, w, **TIGHT)
     assert compiled.stats["replays"] == 1
     if grad:
         sum(g.sum() for g in got).backward()
         sum(w.sum() for w in want).backward()
-        assert_close(x.grad, ex.grad)
-        assert_close(y.grad, ey.grad)
+        assert_close(x.grad, ex.grad, **TIGHT)
+        assert_close(y.grad, ey.grad, **TIGHT)
 
 
 @pytest.mark.parametrize(
@@ -119,7 +118,7 @@ def test_broadcast_operands_are_read_the_right_way(f, kinds):
     shapes = [(2, 3, 4), (4,), (2, 3, 1)]
     compiled(*(values(s, i) for i, s in enumerate(shapes)))
     args = [values(s, 10 + i) for i, s in enumerate(shapes)]
-    assert_close(compiled(*args), f(*args))
+    assert_close(compiled(*args), f(*args), **TIGHT)
     (kernel,) = compiled.plans()[0].fused
     assert [_fusion.leaf_access(r, kernel.group.shape)[0] for r in kernel.group.leaves] == kinds
 
@@ -171,7 +170,7 @@ def test_strided_operands_step_from_row_to_row_without_a_division_per_cell(shape
     cell_loop = kernel.source.split("for j in range(last):")[1].split("@njit")[0]
     assert "%" not in cell_loop and "//" not in cell_loop
     args = [values(shape[::-1], 4), values(row, 5), values(shape[-1:], 6)]
-    assert_close(compiled(*args), f(*args))
+    assert_close(compiled(*args), f(*args), **TIGHT)
 
 
 def test_the_disk_cache_serves_a_second_process(tmp_path):
@@ -241,7 +240,7 @@ def test_a_planted_kernel_file_is_never_executed(tmp_path, fresh_cache):
         again(x)
         got = again(x)
     assert not marker.exists()
-    assert_close(got, f(x))
+    assert_close(got, f(x), **TIGHT)
     assert kernel.path.read_text() == kernel.source  # rewritten with the right source
 
 

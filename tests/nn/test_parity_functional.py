@@ -13,17 +13,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.hypothesis_profiles import at_most
 from tests.parity import check_against_torch, check_raises_like_torch
 
 pytestmark = pytest.mark.extra
 
-few = settings(
-    max_examples=min(settings().max_examples, 10),
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+few = at_most(10)
 DTYPES = st.sampled_from(["float64", "float32"])
 SHAPES = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
 

@@ -7,20 +7,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minifw as mf
+from tests.hypothesis_profiles import at_most
 from tests.parity import TOLERANCES, assert_same
 
 torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.extra
 
-few = settings(
-    max_examples=min(settings().max_examples, 10),
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+few = at_most(10)
 
 BATCH_NORMS = {"BatchNorm1d": [(4, 3), (3, 3, 2)], "BatchNorm2d": [(2, 3, 2, 2)]}
 

@@ -7,18 +7,16 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minifw as mf
+from tests.hypothesis_profiles import at_most
 from tests.parity import check_against_torch, check_raises_like_torch
 
 pytestmark = pytest.mark.extra
 
-few = settings(
-    max_examples=min(settings().max_examples, 10),
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+few = at_most(10)
 DTYPES = st.sampled_from(["float64", "float32"])
 
 

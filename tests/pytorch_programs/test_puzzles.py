@@ -8,18 +8,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.hypothesis_profiles import at_most
 from tests.pytorch_programs.programs import HERE, load
 
 pytestmark = pytest.mark.extra
 NO_TORCH = importlib.util.find_spec("torch") is None
 LIBS = ["minifw", pytest.param("torch", marks=pytest.mark.skipif(NO_TORCH, reason="no torch"))]
-few = settings(
-    max_examples=min(settings().max_examples, 8),
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+few = at_most(8)
 
 
 @pytest.fixture(scope="module", params=LIBS)

@@ -13,18 +13,16 @@ from typing import Any
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from minifw.tensor_ops import TensorBackend
+from tests.hypothesis_profiles import at_most
 from tests.parity import check_against_torch, check_raises_like_torch
 from tests.strategies import shapes
 
 pytestmark = pytest.mark.extra
 
-few = settings(
-    max_examples=min(settings().max_examples, 10),
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+few = at_most(10)
 Case = Callable[..., Any]
 ARGS = ("x", "src", "dim", "index", "distinct", "select", "mask", "flat", "along", "rows")
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minifw as mf
 from minifw.tensor_ops import TensorBackend
 from tests import strategies as mt
+from tests.hypothesis_profiles import fixture_ok
 
 # Tensor comparisons return bool tensors, as in PyTorch.
 COMPARISONS = {mf.operators.LT, mf.operators.GT, mf.operators.LE, mf.operators.GE}
@@ -17,7 +18,6 @@ COMPARISONS |= {mf.operators.EQ, mf.operators.NE}
 
 task2_3 = pytest.mark.task2_3
 # `backend` is function-scoped but returns the same built backend every time.
-fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 TOL = {"rtol": 1e-10, "atol": 1e-12}
 
 

@@ -11,20 +11,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minifw as mf
 from minifw.autograd import gradcheck
 from minifw.tensor_ops import TensorBackend
 from tests import strategies as mt
+from tests.hypothesis_profiles import at_most, fixture_ok
 
 task2_4 = pytest.mark.task2_4
-fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 # Each gradcheck runs dozens of forwards and backwards; where only the values and the
 # layout vary (not the shapes), a few examples cover the op.
-few = settings(fixture_ok, max_examples=min(fixture_ok.max_examples, 6))
-some = settings(fixture_ok, max_examples=min(fixture_ok.max_examples, 12))
+few = at_most(6)
+some = at_most(12)
 SMALL = {"max_dims": 3, "max_side": 3}
 DIFFERENTIABLE = [spec for spec in mt.OPS if spec.differentiable]
 

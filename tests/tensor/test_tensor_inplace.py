@@ -10,15 +10,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minifw as mf
 from minifw.tensor_ops import TensorBackend
 from tests import strategies as mt
+from tests.hypothesis_profiles import fixture_ok
 
 task2_3 = pytest.mark.task2_3
-fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 WRITABLE = ("contiguous", "permuted", "sliced")
 
 CASES: list[tuple[str, Callable[[Any, Any], Any], Callable[[Any, Any], Any]]] = [

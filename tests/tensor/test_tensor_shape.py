@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minifw as mf
 from minifw.tensor_ops import TensorBackend
 from tests import strategies as mt
+from tests.hypothesis_profiles import fixture_ok
 
 task2_1 = pytest.mark.task2_1
 task2_3 = pytest.mark.task2_3
-fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def shares_storage(a: mf.Tensor, b: mf.Tensor) -> bool:
