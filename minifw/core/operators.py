@@ -89,14 +89,16 @@ def unary_op(
     `method` defaults to the function's name; `grad_domain` to `domain` when the op
     has a derivative rule. Returns the op's code.
     """
-    if derivative is not None and derivative not in BINARY_FUNCTIONS.values():
-        _add_row(OpRow(DERIVATIVE_CODES + code, derivative, 2))
     domains = () if domain is None else (domain,)
     grads: tuple[Domain, ...] | None = None if grad_domain is None else (grad_domain,)
     if grad_domain is _SAME:
         grads = domains if derivative is not None else None
     name = function.__name__ if method == "" else method
-    return _add_row(OpRow(code, function, 1, derivative, name, domains, grads))
+    row = OpRow(code, function, 1, derivative, name, domains, grads)
+    _check_row(row)
+    if derivative is not None and derivative not in BINARY_FUNCTIONS.values():
+        _add_row(OpRow(DERIVATIVE_CODES + code, derivative, 2))
+    return _add_row(row)
 
 
 def binary_op(
@@ -133,8 +135,8 @@ BINARY_FUNCTIONS = _Functions(2)
 DERIVATIVES: dict[int, int] = {}
 
 
-def _add_row(row: OpRow) -> int:
-    """Add `row` unless its code or name is taken or its code is outside its arity's range.
+def _check_row(row: OpRow) -> None:
+    """Raise unless `row`'s code and name are free and its code is in its arity's range.
 
     The row's function must be the function of that name in `scalar_math.py`: the
     backends compile that module's functions by name.
@@ -147,6 +149,11 @@ def _add_row(row: OpRow) -> int:
         raise ValueError(f"op table: {row.name!r} has a row already (code {CODES[row.name]})")
     if getattr(sm, row.name, None) is not row.function:
         raise ValueError(f"op table: row {row.name!r} needs scalar_math.{row.name} as function")
+
+
+def _add_row(row: OpRow) -> int:
+    """Check `row` (`_check_row`), add it to OP_TABLE and the tables derived from it."""
+    _check_row(row)
     OP_TABLE[row.code] = row
     CODES[row.name] = row.code
     if row.arity == 1:
