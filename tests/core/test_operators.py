@@ -59,7 +59,7 @@ def test_max_and_min_return_x_on_ties(x: float, zero: float) -> None:
     # ties return x, as documented: seen on the sign of a zero and on the object itself
     assert math.copysign(1.0, scalar_math.max(zero, -zero)) == math.copysign(1.0, zero)
     assert math.copysign(1.0, scalar_math.min(zero, -zero)) == math.copysign(1.0, zero)
-    tied = -(-x)  # an equal float that is not the same object
+    tied = x * 1.0  # an equal float that is not the same object
     assert tied == x and tied is not x
     assert scalar_math.max(x, tied) is x and scalar_math.min(x, tied) is x
     assert scalar_math.max(tied, x) is tied and scalar_math.min(tied, x) is tied
@@ -350,9 +350,12 @@ def test_zip_with_and_add_lists(pairs: list[tuple[float, float]]) -> None:
 
 
 @pytest.mark.task0_3
-def test_zip_with_rejects_unequal_lengths() -> None:
-    with pytest.raises(ValueError, match="lengths 2 and 3"):
-        add_lists([1.0, 2.0], [1.0, 2.0, 3.0])
+@given(float_lists, float_lists)
+def test_zip_with_rejects_unequal_lengths(xs: list[float], ys: list[float]) -> None:
+    if len(xs) == len(ys):
+        ys = [*ys, 1.0]
+    with pytest.raises(ValueError, match=f"lengths {len(xs)} and {len(ys)}"):
+        add_lists(xs, ys)
 
 
 @pytest.mark.task0_3
@@ -363,7 +366,14 @@ def test_sum_and_prod_agree_with_python(xs: list[float]) -> None:
 
 
 @pytest.mark.task0_3
-def test_reduce_folds_from_the_left_with_its_start() -> None:
+@given(st.lists(st.integers(0, 9), max_size=8), st.integers(-5, 5))
+def test_reduce_folds_from_the_left_with_its_start(digits: list[int], start: int) -> None:
+    # digits read left to right from a start: only a left fold from `start` gives this
+    expected = start
+    for digit in digits:
+        expected = expected * 10 + digit
+    folded = reduce(lambda acc, x: acc * 10.0 + x, float(start))([float(d) for d in digits])
+    assert folded == float(expected)
     assert list_ops.sum([]) == 0.0
     assert prod([]) == 1.0
     assert list_ops.sum([1.0, 2.0, 3.5]) == 6.5
