@@ -136,6 +136,23 @@ def caught(mutant: Mutant) -> bool:
     return False
 
 
+# The real operators each check holds for: a check that catches a mutant must still pass
+# for them, at drawn inputs (a check that always fails catches every mutant).
+REAL: dict[Callable[..., None], tuple[Callable[..., float], ...]] = {
+    properties.check_commutative: (ops.mul,),
+    properties.check_distributive: (ops.mul, ops.add),
+    properties.check_sigmoid: (ops.sigmoid,),
+    properties.check_max_min: (ops.max, ops.min),
+    properties.check_comparisons: (ops.lt, ops.gt, ops.le, ops.ge),
+    properties.check_monotone: (ops.relu,),
+    properties.check_log_exp: (ops.log, ops.exp),
+}
+
+
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
-def test_the_check_catches_the_mutant(mutant: Mutant) -> None:
+@given(data=st.data())
+def test_the_check_catches_the_mutant(mutant: Mutant, data: st.DataObject) -> None:
+    values = st.lists(positive if mutant.grid is POSITIVE_GRID else small,
+                      min_size=mutant.n_values, max_size=mutant.n_values)  # fmt: skip
+    mutant.check(*REAL[mutant.check], *data.draw(values, label="inputs"))  # holds: no raise
     assert caught(mutant), f"{mutant.check.__name__} passes for a {mutant.name}"
