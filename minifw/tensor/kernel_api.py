@@ -8,7 +8,8 @@ recorded. These functions are that level, and the only way the layers above reac
 (they never touch a Tensor's private members):
 
 - `cells(t)` is the `TensorData` a tensor reads (storage, shape, strides), what a
-  backend's kernels take; `wrap(data, like)` makes a tensor over a backend's result.
+  backend's kernels take; `wrap(data, like)` makes a tensor over a backend's result;
+  `flat(t)` views a contiguous tensor's cells as 1-D.
 - `map_op`, `zip_op` and `reduce_op` launch one map, zip or reduce of an op code of
   `minifw.core.operators` (`ops.EXP`, `ops.ADD`, ...) and wrap its result.
 - `scalar`, `full` and `zeros` make constants of a tensor's dtype on its device;
@@ -36,6 +37,11 @@ def cells(t: Tensor) -> TensorData:
 def wrap(data: TensorData, like: Tensor) -> Tensor:
     """A new tensor over `data` (a result of `like.backend`), with no history."""
     return like._new(data)
+
+
+def flat(t: Tensor) -> Tensor:
+    """A 1-D view of the cells of `t`, which must be contiguous (no copy, no history)."""
+    return t._flat()
 
 
 def map_op(op: int, a: Tensor) -> Tensor:
@@ -103,6 +109,7 @@ def store_grad(leaf: Tensor, grad: Tensor | None) -> None:
 __all__ = [
     "bump_version",
     "cells",
+    "flat",
     "floating",
     "full",
     "has_hooks",
