@@ -40,7 +40,9 @@ SAME_USER = "same"
 FRESH_IDS = range(52000, 60000)
 EVENTS_LIMIT = 64 * 2**20  # bytes of results kept from one run
 OUTPUT_TAIL = 64 * 2**10  # bytes of stdout/stderr kept from one run
-PROCESS_LIMIT = 1024  # processes and threads of a run whose privileges were dropped
+# Processes and threads of a run whose privileges were dropped: Numba's CUDA simulator
+# runs a block's threads as Python threads (a 32 x 32 matmul tile is 1024 of them).
+PROCESS_LIMIT = 4096
 _SWEEP_ROUNDS = 200
 # Where a test process may write: variable -> folder under its scratch folder.
 SCRATCH_FOLDERS = {
