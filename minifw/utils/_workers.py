@@ -13,6 +13,7 @@ not load multiprocessing.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -142,17 +143,17 @@ class Job:
 
 
 def worker_loop(job: Job, tasks: Any, results: Any) -> None:
-    """A worker's life: read the batches `tasks` names until told to stop (None)."""
+    """A worker's life: read the batches `tasks` (a pipe) names until told to stop (None)."""
     results.cancel_join_thread()  # at exit, never wait on batches nobody will read
     parent = os.getppid()
     failure = job.start()
     while True:
         try:
-            task = tasks.get(timeout=POLL_SECONDS)
-        except queue.Empty:
-            if os.getppid() != parent:  # the main process is gone
-                return
-            continue
+            if not tasks.poll(POLL_SECONDS):
+                if os.getppid() != parent:  # the main process is gone
+                    return
+                continue
+            task = tasks.recv()
         except (KeyboardInterrupt, EOFError, OSError):
             return
         if task is None:
@@ -189,7 +190,9 @@ class WorkerIterator:
         self.workers: list[Any] = []
         base_seed = loader._draw_base_seed()
         for worker_id in range(loader.num_workers):
-            tasks = context.Queue()
+            # A pipe, not a Queue: a Queue's sending thread may already be finalized when
+            # a loader collected as garbage stops its workers; a pipe sends at once.
+            tasks, sender = context.Pipe(duplex=False)
             job = Job(loader, worker_id, base_seed)
             worker = context.Process(
                 target=worker_loop,
@@ -198,7 +201,8 @@ class WorkerIterator:
                 daemon=True,
             )
             worker.start()
-            self.tasks.append(tasks)
+            tasks.close()  # the worker's end
+            self.tasks.append(sender)
             self.workers.append(worker)
         self.epoch = 0
         self.reset()
@@ -217,7 +221,7 @@ class WorkerIterator:
         index = next(self.indices, _END)
         if index is _END:
             return
-        self.tasks[self.sent % len(self.workers)].put((self.epoch, self.sent, index))
+        self.tasks[self.sent % len(self.workers)].send((self.epoch, self.sent, index))
         self.sent += 1
 
     def __iter__(self) -> WorkerIterator:
@@ -262,16 +266,18 @@ class WorkerIterator:
         if self.closed or os.getpid() != self.owner:
             return
         self.closed = True
-        for tasks in self.tasks:
-            tasks.put(None)
+        for sender in self.tasks:
+            with contextlib.suppress(OSError):  # that worker is gone already
+                sender.send(None)
         for worker in self.workers:
             worker.join(timeout=JOIN_SECONDS)
             if worker.is_alive():
                 worker.terminate()
                 worker.join(timeout=JOIN_SECONDS)
-        for channel in (*self.tasks, self.results):
-            channel.cancel_join_thread()
-            channel.close()
+        for sender in self.tasks:
+            sender.close()
+        self.results.cancel_join_thread()
+        self.results.close()
 
     def __len__(self) -> int:
         return len(self.sampler)  # type: ignore[arg-type]
