@@ -8,6 +8,7 @@ worker process outlives its test.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import time
@@ -312,3 +313,14 @@ def test_numpy_items_without_batching_become_tensors() -> None:
     for lib in (mf, torch):
         out = list(lib.utils.data.DataLoader(items, batch_size=None))
         assert isinstance(out[0], lib.Tensor) and out[1].tolist() == [3.0, 4.0]
+
+
+def test_a_loader_collected_as_garbage_stops_its_workers() -> None:
+    loader = data.DataLoader(range(6), batch_size=2, num_workers=2, persistent_workers=True,
+                             timeout=WAIT)  # fmt: skip
+    loader.itself = loader  # type: ignore[attr-defined]  # a cycle: only gc frees it
+    assert len(list(loader)) == 3
+    workers = list(loader._iterator.workers)
+    del loader
+    gc.collect()
+    assert [w.exitcode for w in workers] == [0, 0]  # stopped when told, not terminated
