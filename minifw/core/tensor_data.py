@@ -250,7 +250,7 @@ class TensorData:
         else:
             self.strides, self._strides = _strides_entry(strides)
             if len(self.strides) != len(self.shape):
-                raise ValueError(f"strides {self.strides} do not match shape {self.shape}")
+                raise ValueError(f"strides {self.strides} do not match shape {tuple(self.shape)}")
             self.dense = self.strides == contiguous
         self.offset = offset if type(offset) is int else int(offset)
         self.version: list[int] = [0] if version is None else version
@@ -277,7 +277,7 @@ class TensorData:
         cells = int(getattr(self._storage, "size", None) or len(self._storage))
         if low < 0 or high >= cells:
             raise IndexError(
-                f"shape {self.shape} with strides {self.strides} and offset {self.offset} "
+                f"shape {tuple(self.shape)} with strides {self.strides} and offset {self.offset} "
                 f"reaches cells {low}..{high} of a storage of {cells} cells"
             )
 
@@ -349,7 +349,7 @@ class TensorData:
         if len(set(dims)) != n:
             raise RuntimeError(
                 f"permute(): duplicate dims are not allowed (got dims {tuple(order)} for a "
-                f"tensor of shape {self.shape})"
+                f"tensor of shape {tuple(self.shape)})"
             )
         return self._view(
             [self.shape[d] for d in dims], [self.strides[d] for d in dims], self.offset
@@ -480,7 +480,9 @@ class TensorData:
 
     def to_string(self) -> str:
         """A short description of the layout, for debugging."""
-        return f"TensorData(shape={self.shape}, strides={self.strides}, offset={self.offset})"
+        return (
+            f"TensorData(shape={tuple(self.shape)}, strides={self.strides}, offset={self.offset})"
+        )
 
 
 # ---- Kernel operands: the same cells in the fewest dims ----
@@ -585,7 +587,7 @@ def index_view(data: TensorData, key: Any) -> TensorData:
     if used > data.dims:
         raise IndexError(
             f"too many indices for tensor of dimension {data.dims} (got {used} for shape "
-            f"{data.shape})"
+            f"{tuple(data.shape)})"
         )
     if ellipses:
         at = ellipses[0]
@@ -656,8 +658,13 @@ class Size(tuple):  # type: ignore[type-arg]
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        """In an f-string (error messages), the plain tuple: `(2, 3)`."""
-        return format(tuple(self), spec) if spec else tuple.__repr__(self)
+        """As str() in an f-string (`minifw.Size([2, 3])`), as PyTorch; a spec is refused.
+
+        minifw's error messages show a shape as a tuple: `tuple(shape)`.
+        """
+        if spec:
+            raise TypeError("unsupported format string passed to minifw.Size.__format__")
+        return repr(self)
 
     @overload
     def __getitem__(self, key: SupportsIndex) -> int: ...

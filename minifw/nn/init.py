@@ -56,7 +56,7 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     if tensor.dim() < 2:
         raise ValueError(
             "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
-            f"(got shape {tensor.shape})"
+            f"(got shape {tuple(tensor.shape)})"
         )
     receptive = math.prod(tensor.shape[2:])
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
@@ -80,7 +80,7 @@ def _fill(target: Tensor, values: Any) -> Tensor:
 
 def _host_rng(gen: Any) -> np.random.Generator:
     """The numpy generator to draw from: `gen` if one is given, else minifw's."""
-    return gen if isinstance(gen, np.random.Generator) else generator()
+    return gen if isinstance(gen, np.random.Generator) else generator(gen)
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
@@ -128,7 +128,7 @@ def eye_(tensor: Tensor) -> Tensor:
     """Fill a 2-D tensor with the identity matrix (ones on the diagonal, zeros elsewhere)."""
     if tensor.dim() != 2:
         raise ValueError(
-            f"Only tensors with 2 dimensions are supported (got shape {tensor.shape})"
+            f"Only tensors with 2 dimensions are supported (got shape {tuple(tensor.shape)})"
         )
     return _fill(tensor, np.eye(*tensor.shape))
 
@@ -201,7 +201,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
     """
     if tensor.dim() < 2:
         raise ValueError(
-            f"Only tensors with 2 or more dimensions are supported (got shape {tensor.shape})"
+            "Only tensors with 2 or more dimensions are supported (got shape "
+            f"{tuple(tensor.shape)})"
         )
     if tensor.numel() == 0:
         return tensor
