@@ -1,10 +1,12 @@
-"""nn, optim and the compiler reach a Tensor's cells through `minifw.tensor.kernel_api`.
+"""nn, optim and the compiler reach below the Tensor through two doors only.
 
-Every file under minifw/nn, minifw/optim and minifw/compiler is parsed with `ast`; an
-attribute read or write whose name is a private member of `Tensor` (`t._data`,
-`t._zip(...)`, `t._grad`) counts against that file. Files still holding some are listed in
-`ALLOWED` with their count, which may only shrink: the kernel-level API
-(docs/ARCHITECTURE.md, "The kernel-level API") is the way down.
+A Tensor's cells through `minifw.tensor.kernel_api`, and the expert kernels through
+`fast_ops.fast_path`: no file of theirs imports `minifw.fast_paths`. Every file under
+minifw/nn, minifw/optim and minifw/compiler is parsed with `ast`; an attribute read or
+write whose name is a private member of `Tensor` (`t._data`, `t._zip(...)`, `t._grad`)
+counts against that file. Files still holding some are listed in `ALLOWED` with their
+count, which may only shrink: the kernel-level API (docs/ARCHITECTURE.md, "The
+kernel-level API") is the way down.
 """
 
 from __future__ import annotations
@@ -85,3 +87,18 @@ def test_nn_optim_and_compiler_use_no_more_private_tensor_members_than_allowed()
         if len(uses) > ALLOWED.get(path, 0)
     }
     assert over == {}, f"use minifw.tensor.kernel_api instead: {over}"
+
+
+def test_only_fast_ops_opens_the_fast_paths_to_the_layers_above() -> None:
+    opened = []
+    for package in (*PACKAGES, "minifw/tools", "minifw/utils"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                named = []
+                if isinstance(node, ast.Import):
+                    named = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    named = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                if any(name.startswith("minifw.fast_paths") for name in named):
+                    opened.append(f"{path.relative_to(REPO).as_posix()}:{node.lineno}")
+    assert opened == [], f"use minifw.fast_ops.fast_path instead: {opened}"
