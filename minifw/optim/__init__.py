@@ -12,7 +12,6 @@ capture can replay it. `lr_scheduler` loads on first use, as `torch.optim.lr_sch
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from minifw.optim.adagrad import Adagrad
 from minifw.optim.adam import Adam
@@ -22,7 +21,7 @@ from minifw.optim.rmsprop import RMSprop
 from minifw.optim.sgd import SGD
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """`minifw.optim.lr_scheduler`, loaded on first use (as `torch.optim.lr_scheduler`)."""
     if name == "lr_scheduler":
         return importlib.import_module("minifw.optim.lr_scheduler")
