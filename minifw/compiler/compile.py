@@ -168,7 +168,9 @@ class CompiledFunction:
         try:
             result = plan.run(inputs)
         except RecaptureError:
-            return self._capture(key, inputs, args, kwargs, None, chosen)
+            changed = ("state", "an optimizer's settings or state tensors, or the shape, "
+                       "dtype or requires_grad of a tensor it reads, changed")  # fmt: skip
+            return self._capture(key, inputs, args, kwargs, changed, chosen)
         except RunEagerError:
             return self._eager(args, kwargs)
         with self._lock:

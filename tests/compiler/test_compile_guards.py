@@ -176,3 +176,26 @@ def test_a_compiled_method_follows_its_module_s_mode():
         assert (net(x) == 0).sum().item() > 100  # dropout applied
         net.eval()
         assert net(x).tolist() == x.tolist()
+
+
+def test_a_new_learning_rate_captures_again_and_says_so_once():
+    weight = mf.ones(2, requires_grad=True)
+    opt = mf.optim.SGD([weight], lr=0.5)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (weight * x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = mf_compile(step)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for lr in (0.5, 0.5, 0.25, 0.25, 0.125):
+            opt.param_groups[0]["lr"] = lr
+            compiled(mf.ones(2))
+    told = _recaptures(caught)
+    assert len(told) == 1 and "optimizer's settings" in told[0], told
+    assert compiled.stats["captures"] == 3
+    assert weight.tolist() == [1.0 - 0.5 * 2 - 0.25 * 2 - 0.125] * 2
