@@ -19,6 +19,7 @@ import os
 import pickle
 import queue
 import random
+import signal
 import sys
 import traceback
 from typing import Any
@@ -121,6 +122,7 @@ class Job:
     def start(self) -> Failure | None:
         """Seed this process, publish its WorkerInfo, run worker_init_fn; its failure."""
         set_num_threads(1)  # one thread per worker (as PyTorch): the cores are shared
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
         manual_seed(self.seed)
         random.seed(self.seed)
         np.random.seed(self.seed % (1 << 32))
