@@ -146,7 +146,7 @@ def random_split(
         lengths = _split_lengths(total, lengths)
     if sum(lengths) != total:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    counts = [operator_index(n, "lengths") for n in lengths]
+    counts = [_as_count(n, "lengths") for n in lengths]
     order = _draw(generator).permutation(total).tolist()
     splits, start = [], 0
     for count in counts:
@@ -155,7 +155,7 @@ def random_split(
     return splits
 
 
-def operator_index(value: Any, name: str) -> int:
+def _as_count(value: Any, name: str) -> int:
     """`value` as an int, or a TypeError naming `name` and the value."""
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise TypeError(f"{name} must be ints (or fractions summing to 1), got {value!r}")
