@@ -16,6 +16,7 @@ gathered from the underlying arrays in one indexing step instead of item by item
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import importlib
 import math
 import warnings
@@ -325,19 +326,14 @@ class BatchSampler(Sampler):
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
+@dataclasses.dataclass(frozen=True)
 class WorkerInfo:
-    """What a DataLoader worker process knows of itself (`get_worker_info()`)."""
+    """What a DataLoader worker process knows of itself (`get_worker_info()`); read-only."""
 
-    __slots__ = ("id", "num_workers", "seed", "dataset")
-
-    def __init__(self, id: int, num_workers: int, seed: int, dataset: Any) -> None:  # noqa: A002
-        self.id, self.num_workers, self.seed, self.dataset = id, num_workers, seed, dataset
-
-    def __repr__(self) -> str:
-        return (
-            f"WorkerInfo(id={self.id}, num_workers={self.num_workers}, seed={self.seed}, "
-            f"dataset={self.dataset!r})"
-        )
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Any
 
 
 _worker_info: list[WorkerInfo | None] = [None]  # set in a worker process only

@@ -180,3 +180,13 @@ def test_no_warning_for_plain_splits() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         data.random_split(range(4), [0.5, 0.5])
+
+
+def test_worker_info_is_read_only_like_torchs() -> None:
+    mine = data.WorkerInfo(id=1, num_workers=2, seed=7, dataset=None)
+    theirs = torch.utils.data._utils.worker.WorkerInfo(id=1, num_workers=2, seed=7, dataset=None)
+    assert (mine.id, mine.num_workers, mine.seed) == (theirs.id, theirs.num_workers, theirs.seed)
+    assert repr(theirs).startswith(repr(mine)[:-1])  # PyTorch 2.13 adds rng and worker_method
+    for info in (mine, theirs):
+        with pytest.raises(AttributeError, match="cannot assign to field 'seed'"):
+            info.seed = 3  # type: ignore[misc]
