@@ -15,6 +15,7 @@ from pathlib import Path
 
 from minifw_course.catalog import APP_COMMAND, APP_PAGES, MODULE_INFO, TASK_INFO, app_page_text
 from minifw_course.tasks import MODULES, Task, tasks_of_module
+from minifw_course.threat_model import THREAT_MODEL
 
 Scan = dict[str, dict[str, list[str]]]
 
@@ -220,43 +221,7 @@ _STAFF_GUIDE = [
     "`requirements.txt`, `setup.sh` and `run_autograder`. [`staff.md`](staff.md) says how "
     "to set up a course with it, how to regrade, and how long grading takes.",
     "",
-    "### The grader's threat model",
-    "",
-    "A submission is hostile code that the grader runs. When `grade` runs as root (as "
-    "Gradescope's autograder does) the tests run as a fresh user id that no account or "
-    "process has (or the dedicated account given with `--user`): the copy they run in is "
-    "root's and read-only, `results.json` and the grader's files cannot be written, and "
-    "the interpreter must be readable by other users (`--user same` turns the isolation "
-    "off). After each task every process of the run is killed (every process of that user "
-    "id, and every process whose environment carries the run's random token), and only "
-    "then is `results.json` rewritten, atomically.",
-    "",
-    "Defended, each by a regression test in `tests/course/test_grader_attacks.py`:",
-    "",
-    "- stubs that call `pytest.skip` or `pytest.xfail` (only a pass scores; the denominator "
-    "is the staff's list);",
-    "- a submission that drops, edits or adds tests, conftest or tooling files (only task "
-    "files are taken; the copy is read-only and hashed, and a changed file voids the run);",
-    "- code that patches the recorder or pytest's report and runner functions (the recorder "
-    "captured what it uses before any submission code was imported, decides outcomes from "
-    "the exceptions its hook wrappers see, checks pytest's internals after every test, and "
-    "reports over a pipe opened by the grader);",
-    "- processes left behind (setsid, double fork) to rewrite `results.json`;",
-    "- a submission that claims another module in its own `assignment.json`.",
-    "",
-    "Not defended:",
-    "",
-    "- code inside the test process can still fake results in memory: it shares the "
-    "process with the tests and the recorder, so it can rewrite a test function or forge "
-    "lines on the recorder's pipe. The checks above stop the known shortcuts; reviewing "
-    "suspicious submissions remains the staff's job;",
-    "- when the grader does not run as root, the tests run as the grader's own user: they "
-    "can reach everything the grader can (its files, `results.json`, its process), and a "
-    "process that execs with a new environment escapes the kill sweep;",
-    "- the code under test can read whatever its user can read: keep reference solutions "
-    "and other students' work off the grading machine;",
-    "- resource exhaustion beyond the per-task timeout and a limit on processes.",
-    "",
+    *THREAT_MODEL,
 ]
 
 
@@ -274,8 +239,9 @@ def render_student_readme(module: int, scan: Scan) -> str:
         "## Checking your work",
         "",
         f"- One task: `{run_command(tasks[:1])}`; this module: `{run_command(tasks)}`.",
-        "- `python -m minifw.course grade` scores this module's tasks as the autograder "
-        "does and prints a table.",
+        f"- Grade yourself: `python -m minifw.course grade --module {module}`, from the "
+        "repository root, scores this module's tasks as the autograder does and prints a "
+        "table.",
     ]
     if earlier:
         lines.append(f"- The tests of earlier modules already pass: `{run_command(earlier)}`.")

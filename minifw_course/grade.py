@@ -13,25 +13,31 @@ shrinking.
 1. The plan: in a fresh copy of the staff template, before any submission file is laid
    in, one pytest child collects each task's tests and runs their setup only
    (`--setup-only`). Its test ids are the denominators; the tests that the staff copy
-   itself skips on this machine (no CUDA, a later module's stub) are left out.
+   itself skips on this machine (no CUDA, a later module's stub) are left out. That
+   clean process also records the digest of the code each test runs and every hook
+   implementation pytest holds: the staff's, to compare each task's run with.
 2. Each task: a fresh copy of the template, the submission's task files laid in, every
    file read-only and hashed; then the task's tests run in a pytest child with the
-   recorder of this tooling (pytest_plugin.py), which reports over a pipe. A test scores
-   only if it reported "passed": skipped, xfailed, xpassed, failed, errored or missing
-   tests score 0, and a run that timed out, crashed, changed a file of the copy or
-   tampered with pytest's internals scores 0 for the task.
+   recorder of this tooling (pytest_plugin.py), which reports over a pipe, each record
+   numbered and MAC'd under a key only that run was given. A test scores only if it
+   reported "passed": skipped, xfailed, xpassed, failed, errored or missing tests score
+   0, and a run that timed out, crashed, changed a file of the copy, or tampered (a test
+   whose code is not the staff's, a hook pytest did not hold in the staff's run, a changed
+   oracle or import hook, a forged or missing record) scores 0 for the task, "tampered:"
+   and the reasons in its output.
 3. After each run, every process of the run is killed (sandbox.py), and only then is
-   results.json rewritten, atomically, so it is always complete and valid.
+   results.json rewritten, atomically, so it is always complete and valid. Its
+   `extra_data` lists, for staff, each void task's reasons and every submission file
+   outside the task files that differs from the staff copy (submission.py reads them
+   without following a link, bounded).
 
-Threat model (docs/README.md has the long form). When `grade` runs as root, as
-Gradescope's autograder does, the tests run as a fresh unprivileged user id: the staff
-files are root's and read-only, results.json cannot be written, and every process of
-that user id is killed before results.json is. Defended: stubs that call pytest.skip or
-pytest.xfail, a submission that drops tests, edits tests, conftest or tooling files,
-patches the recorder or pytest's report and runner functions, claims another module,
-or leaves processes behind. Not defended: code in the test process itself can still
-fake results in memory (it shares the process with the tests and the recorder), and
-when the grader does not run as root the tests run as its own user, which can reach
+Threat model (docs/README.md has the long form, threat_model.py its text). When `grade`
+runs as root, as Gradescope's autograder does, the tests run as a fresh unprivileged user
+id: the staff files are root's and read-only, results.json cannot be written, and every
+process of that user id is killed before results.json is. If that user cannot run the
+interpreter and no --user was given, the tests run as the grader's own user and one line
+says so. Code in the test process can still defeat the recorder by walking its closures
+(it shares the process), and when the tests run as the grader's user they can reach
 everything the grader can. Keep reference solutions off the grading machine: the code
 under test can read whatever its user can read.
 """
@@ -55,7 +61,8 @@ from minifw_course.catalog import TASK_INFO
 from minifw_course.fences import FenceError, scan_fences
 from minifw_course.markers import PytestRun, remove_tree, run_pytest, workspace
 from minifw_course.prune import file_tasks
-from minifw_course.sandbox import RunUser, SandboxError, check_interpreter, choose_user
+from minifw_course.sandbox import RunUser, SandboxError, usable_user
+from minifw_course.submission import FILE_LIMIT, ignored_files, read_bounded, regular, walk
 from minifw_course.tasks import TASKS, Task
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
@@ -66,8 +73,8 @@ _MESSAGE_LINES = 12
 # Left out of the copy of the staff template: version control, environments, caches.
 TEMPLATE_SKIPPED = (".git", ".venv", ".venv-ci", "venv", "build", "dist", ".mypy_cache",
                     ".ruff_cache", ".pytest_cache", ".hypothesis", "results.json")  # fmt: skip
-FILE_LIMIT = 4 * 2**20  # bytes of one submitted file
 FOLDER_LIMIT = 2000  # files taken from one submitted folder
+FOLDER_BYTES = 64 * 2**20  # bytes taken from one submitted folder
 
 
 class GradeError(RuntimeError):
@@ -86,6 +93,7 @@ class TaskResult:
     output: str
     note: str = ""
     seconds: float = 0.0  # wall time spent grading the task
+    tampered: list[str] = field(default_factory=list)  # why the run was void, for staff
 
     def gradescope(self, visibility: str) -> dict[str, Any]:
         """This result as one entry of results.json's `tests` list."""
@@ -108,6 +116,8 @@ class TaskPlan:
     tests: list[str] = field(default_factory=list)  # the denominator, in order
     skipped: dict[str, str] = field(default_factory=dict)  # staff-skipped here: not counted
     problem: str = ""  # the staff copy's tests of this task are broken
+    codes: dict[str, str] = field(default_factory=dict)  # each test's code digest, staff's
+    hooks: set[str] = field(default_factory=set)  # pytest's hook implementations, staff's
 
 
 def max_score(task: Task) -> float:
@@ -201,58 +211,36 @@ def lay_in(submission: Path, tree: Path, names: Sequence[str]) -> list[str]:
 
 
 def _lay_in_folder(submission: Path, tree: Path, folder: str) -> None:
-    base = _regular(submission, folder, directory=True)
+    base = regular(submission, folder, directory=True)
     if base is None:
         return
-    names = sorted(p.relative_to(submission).as_posix() for p in base.rglob("*"))
-    taken = [n for n in names if "__pycache__" not in n and not n.endswith(".pyc")]
-    for name in taken[:FOLDER_LIMIT]:
-        if _may_submit(name):
-            _copy_submitted(submission, tree, name)
+    names = [f"{folder}/{name}" for name, kind in walk(base, 10 * FOLDER_LIMIT) if kind == "file"]
+    left = FOLDER_BYTES
+    for name in names[:FOLDER_LIMIT]:
+        if _may_submit(name) and left > 0:
+            left -= _copy_submitted(submission, tree, name, left)
 
 
-def _regular(root: Path, name: str, directory: bool = False) -> Path | None:
-    """`root/name` if it is a regular file (or folder) with no symbolic link on the way."""
-    path = root
-    for part in PurePosixPath(name).parts:
-        path = path / part
-        if part in ("..", ".") or path.is_symlink():
-            return None
-    ok = path.is_dir() if directory else path.is_file()
-    return path if ok else None
+def _copy_submitted(submission: Path, tree: Path, name: str, most: int = FILE_LIMIT) -> int:
+    """Copy one submitted file; return its size (at least 1), or 0 when it was not copied.
 
-
-def _copy_submitted(submission: Path, tree: Path, name: str) -> bool:
-    source = _regular(submission, name)
-    if source is None or source.stat().st_size > FILE_LIMIT:
-        return False
+    Only a regular file reached without a symbolic link, of at most FILE_LIMIT and `most`
+    bytes, is copied.
+    """
+    source = regular(submission, name)
+    read = read_bounded(source, min(FILE_LIMIT, most)) if source is not None else None
+    if read is None:
+        return 0
+    data, status = read
     target = tree / name
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_dir():
-        return False
+        return 0
     target.unlink(missing_ok=True)
-    target.write_bytes(source.read_bytes())
-    stat = source.stat()  # keep the time stamp: Numba's cache index checks it
-    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    return True
-
-
-def ignored_changes(submission: Path, staff: Path, paths: Sequence[str]) -> list[str]:
-    """The submission's package files that differ from the staff copy's but are ignored.
-
-    Only task files are graded; the grader lists the others it ignored.
-    """
-    taken = set(paths)
-    folders = tuple(p for p in paths if p.endswith("/"))
-    found = []
-    for path in sorted((submission / "minifw").rglob("*.py")):
-        name = path.relative_to(submission).as_posix()
-        if name in taken or name.startswith(folders) or "__pycache__" in name:
-            continue
-        original = staff / name
-        if not original.is_file() or original.read_bytes() != path.read_bytes():
-            found.append(name)
-    return found
+    target.write_bytes(data)
+    # keep the time stamp: Numba's cache index checks it
+    os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns))
+    return max(len(data), 1)
 
 
 def lock(tree: Path) -> dict[str, str]:
@@ -342,6 +330,7 @@ class Grading:
         args = ["-m", task.marker, "-q", "--continue-on-collection-errors", *(plan.files or [])]
         run = self.pytest(args)
         changed = changed_files(before, snapshot(self.tree))
+        run.tampered += tampering(plan, run)
         result = score_run(task, plan, run, changed)
         if missing:
             result.output += "\n\nNot in the submission (the starter code was graded): " + (
@@ -356,14 +345,31 @@ def _fill_plan(plan: TaskPlan, task: Task, run: PytestRun) -> None:
         why = run.describe_exit() or "; ".join(run.tampered)
         plan.problem = "\n".join([why, *_collect_errors(broken)]).strip() or run.output[-3000:]
         return
+    plan.hooks = set(run.hooks)
     for nodeid, event in run.collected.items():
         if task.marker not in event["markers"]:
             continue
+        plan.codes[nodeid] = str(event.get("code"))
         result = run.results.get(nodeid, {})
         if result.get("outcome") == "skipped":
             plan.skipped[nodeid] = result.get("why", "")
         else:
             plan.tests.append(nodeid)
+
+
+def tampering(plan: TaskPlan, run: PytestRun) -> list[str]:
+    """What a task's run held that the staff's run did not: changed test code, new hooks.
+
+    The staff's run is the plan's, in a process of its own before any submission code ran.
+    """
+    found = [f"the code of {nodeid} is not the staff copy's"
+             for nodeid, event in run.collected.items()
+             if nodeid in plan.codes and event.get("code") != plan.codes[nodeid]]  # fmt: skip
+    for hook in sorted(run.hooks - plan.hooks):
+        name, plugin, function, *_ = (hook.split(" ") + ["?"] * 3)[:3]
+        found.append(f"pytest holds a hook that is not the staff's: {name} ({function}, "
+                     f"plugin {plugin})")  # fmt: skip
+    return found
 
 
 def score_run(
@@ -382,8 +388,11 @@ def score_run(
         why = f"the run is void: the test process changed {shown} in the grader's read-only copy"
         return zero(task, why + " (only task files may be submitted).", "void")
     if run.tampered:
-        why = "the run is void: the test process tampered with the grader: "
-        return zero(task, why + "; ".join(run.tampered[:10]), "void")
+        shown = "; ".join(run.tampered[:10]) + (" ..." if len(run.tampered) > 10 else "")
+        why = f"tampered: {shown}. The run is void: the test process changed what the "
+        result = zero(task, why + "tests rely on, or the grader's record of them.", "tampered")
+        result.tampered = list(run.tampered)
+        return result
     exit_reason = run.describe_exit()
     if exit_reason:
         before = [n for n in plan.tests if run.results.get(n, {}).get("outcome") == "passed"]
@@ -471,8 +480,13 @@ def results_json(
     elapsed: float,
     visibility: str,
     notes: str = "",
+    ignored: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Gradescope's autograder results: the total, one entry per task, and the table."""
+    """Gradescope's autograder results: the total, one entry per task, and the table.
+
+    `extra_data` (shown to staff, not students) lists the submission's `ignored` files
+    and, per task, why a run was void.
+    """
     done = list(results)
     waiting = [zero(t, "not graded: the grader stopped before this task ran.", "not run")
                for t in pending]  # fmt: skip
@@ -484,6 +498,10 @@ def results_json(
         "visibility": visibility,
         "stdout_visibility": visibility,
         "tests": [r.gradescope(visibility) for r in everything],
+        "extra_data": {
+            "ignored_files": list(ignored),
+            "tampered": {r.task.id: r.tampered for r in done if r.tampered},
+        },
     }
 
 
@@ -526,41 +544,56 @@ def grade(
         raise GradeError(f"the staff copy {staff_root} has no tests/ folder (pass --staff)")
     started = time.monotonic()
     results: list[TaskResult] = []
-    notes = ""
+    ignored: list[str] = []
 
     def save() -> None:
         if json_path is not None:
-            pending = tasks[len(results) :]
-            data = results_json(results, pending, time.monotonic() - started, visibility, notes)
+            notes = "Ignored (only task files are graded): " + ", ".join(ignored[:20])
+            data = results_json(results, tasks[len(results) :], time.monotonic() - started,
+                                visibility, notes if ignored else "", ignored)  # fmt: skip
             write_json_atomic(json_path, data)
 
     with workspace() as work:
         try:
-            grading = Grading(staff_root, submission, work, choose_user(user), python, timeout)
-            check_interpreter(python, work, work / "scratch", grading.user)
+            run_user, fallback = usable_user(user, python, work, work / "scratch")
         except SandboxError as error:
             raise GradeError(str(error)) from error
-        log(f"grading {submission} against {staff_root}, tests run as {grading.user.describe()}")
+        if fallback:
+            log(fallback)
+        grading = Grading(staff_root, submission, work, run_user, python, timeout)
+        log(f"grading {submission} against {staff_root}, tests run as {run_user.describe()}")
         save()
         plans = grading.plan(tasks)
         paths = submission_paths(grading.tree, tasks)
-        ignored = ignored_changes(submission, staff_root, paths)
-        if ignored:
-            notes = "Ignored (only task files are graded): " + ", ".join(ignored[:20])
+        ignored += _ignored(submission, staff_root, paths)
         for task in tasks:
-            log(f"grading task {task.id} ({task.title}) ...")
-            begun = time.monotonic()
-            try:
-                result = grading.grade_task(task, plans[task.id], paths)
-            except Exception as error:  # noqa: BLE001 - one task's trouble must not lose the rest
-                result = zero(task, f"the grader failed on this task: {error!r}", "grader error")
-            result.seconds = time.monotonic() - begun
-            log(f"  task {task.id}: {result.score:.2f}/{result.max_score:.2f} "
-                f"in {result.seconds:.1f} s")  # fmt: skip
-            results.append(result)
+            results.append(_grade_one(grading, task, plans[task.id], paths, log))
             save()
     log(table(results))
     return results
+
+
+def _ignored(submission: Path, staff: Path, paths: Sequence[str]) -> list[str]:
+    """`ignored_files`, or one line saying why the list could not be made."""
+    try:
+        return ignored_files(submission, staff, paths)
+    except Exception as error:  # noqa: BLE001 - a list for staff must not stop the grading
+        return [f"(the ignored files could not be listed: {error!r})"]
+
+
+def _grade_one(
+    grading: Grading, task: Task, plan: TaskPlan, paths: Sequence[str], log: Callable[[str], None]
+) -> TaskResult:
+    """Grade one task; whatever goes wrong in the grader costs this task only."""
+    log(f"grading task {task.id} ({task.title}) ...")
+    begun = time.monotonic()
+    try:
+        result = grading.grade_task(task, plan, paths)
+    except Exception as error:  # noqa: BLE001 - one task's trouble must not lose the rest
+        result = zero(task, f"the grader failed on this task: {error!r}", "grader error")
+    result.seconds = time.monotonic() - begun
+    log(f"  task {task.id}: {result.score:.2f}/{result.max_score:.2f} in {result.seconds:.1f} s")
+    return result
 
 
 def parse_tasks(text: str) -> list[Task]:

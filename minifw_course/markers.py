@@ -10,6 +10,7 @@ carries its token are killed when it ends or overruns.
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 import shutil
@@ -50,6 +51,7 @@ class PytestRun:
     output: str = ""
     tampered: list[str] = field(default_factory=list)
     leftovers: int = 0
+    hooks: set[str] = field(default_factory=set)  # the hook implementations pytest held
 
     def describe_exit(self) -> str:
         """Say in words why the run ended early, or "" when it finished normally."""
@@ -135,17 +137,39 @@ def run_pytest(
         child = run_child(command, repo, folder / "scratch", timeout, user or RunUser(), extra)
     run = PytestRun(returncode=child.returncode, timed_out=child.timed_out)
     run.duration, run.output, run.leftovers = child.duration, child.output, child.leftovers
-    read_events(child.events, run)
+    read_events(child.events, run, child.key)
     return run
 
 
-def read_events(data: bytes, run: PytestRun) -> None:
-    """Fold the recorder's JSON lines into `run`; a second result for a test is tampering."""
-    for line in data.decode("utf-8", errors="replace").splitlines():
+def read_events(data: bytes, run: PytestRun, key: bytes = b"") -> None:
+    """Fold the recorder's records (`MAC JSON` lines) into `run`.
+
+    With a `key`, a record whose MAC is not the HMAC-SHA256 of its JSON under `key`, or
+    whose `seq` is not the next number, is tampering, and so is a second result for a
+    test. The bytes after the last newline are a record cut short when the child died.
+    """
+    *lines, _cut_short = data.split(b"\n")
+    forged, expected = 0, 0
+    for line in lines:
+        mac, _, body = line.partition(b" ")
+        good = hmac.new(key, body, "sha256").hexdigest().encode() if key else mac
         try:
-            _fold(json.loads(line), run)
-        except (json.JSONDecodeError, AttributeError, KeyError, TypeError):
-            continue  # a line cut short when the child died
+            event = json.loads(body) if hmac.compare_digest(mac, good) else None
+        except json.JSONDecodeError:
+            event = None
+        if not isinstance(event, dict):
+            forged += 1
+            continue
+        if key and event.get("seq") != expected:
+            run.tampered.append(f"records {expected}-{event.get('seq')} of the results pipe "
+                                "are missing or out of order")  # fmt: skip
+        expected = event["seq"] + 1 if isinstance(event.get("seq"), int) else expected + 1
+        try:
+            _fold(event, run)
+        except (AttributeError, KeyError, TypeError):
+            forged += 1
+    if forged:
+        run.tampered.append(f"{forged} records on the results pipe are forged (no valid MAC)")
 
 
 def _fold(event: dict[str, Any], run: PytestRun) -> None:
@@ -160,6 +184,8 @@ def _fold(event: dict[str, Any], run: PytestRun) -> None:
         run.collect_errors.append(event)
     elif kind == "tamper":
         run.tampered += [str(name) for name in event.get("names", [])]
+    elif kind == "hooks":
+        run.hooks.update(str(hook) for hook in event.get("hooks", []))
     elif kind == "finished":
         run.finished = True
 

@@ -9,7 +9,12 @@ wrote to its results pipe. The command's process:
   grader; otherwise as the grader's own user, which isolates nothing;
 - gets the write end of a pipe (an inherited descriptor, not a path it could reopen) for
   its results, and a scratch folder of its own for HOME, TMPDIR and the caches;
-- carries a random token in its environment, inherited by everything it starts.
+- carries a random token in its environment, inherited by everything it starts;
+- gets the run's record key (32 random bytes) on a second pipe, whose descriptor
+  MINIFW_RECORD_KEY_FD names: the recorder reads it and closes it when it is imported,
+  before any test code runs, so the key is never in the environment, a file or argv;
+- runs without the user's site-packages (PYTHONNOUSERSITE), so nothing an earlier run
+  wrote under its HOME runs at the next one's start.
 
 When the command ends or overruns, every process of the run is killed, not just its
 process group: every process of the run's user id when privileges were dropped, and every
@@ -35,7 +40,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 TOKEN_VARIABLE = "MINIFW_GRADER_RUN"
+KEY_VARIABLE = "MINIFW_RECORD_KEY_FD"  # read by pytest_plugin.py (which imports nothing of ours)
+KEY_BYTES = 32
 SAME_USER = "same"
+FRESH_USER = "fresh"  # a fresh user id, never the grader's own user (the autograder bundle)
 # Fresh user ids are drawn from this range (inside the 65536 ids a container maps).
 FRESH_IDS = range(52000, 60000)
 EVENTS_LIMIT = 64 * 2**20  # bytes of results kept from one run
@@ -84,13 +92,16 @@ def choose_user(spec: str | None) -> RunUser:
     """The user the test process runs as.
 
     `spec` None: a fresh user id when the grader runs as root, else the grader's own
-    user. `"same"`: the grader's own user. A name or a number: that account (root only;
-    every process of that user is killed after each run, so give it a dedicated one).
+    user. `"same"`: the grader's own user. `"fresh"`: a fresh user id (root only). A
+    name or a number: that account (root only; every process of that user is killed
+    after each run, so give it a dedicated one).
     """
     if spec is None:
         return fresh_user() if os.geteuid() == 0 else RunUser()
     if spec == SAME_USER:
         return RunUser()
+    if spec == FRESH_USER and os.geteuid() == 0:
+        return fresh_user()
     if os.geteuid() != 0:
         raise SandboxError(f"only root can run the tests as another user (--user {spec})")
     try:
@@ -133,6 +144,7 @@ class ChildRun:
     events: bytes = b""
     output: str = ""
     leftovers: int = 0  # processes of the run still alive when it ended, then killed
+    key: bytes = b""  # the record key the child was given
 
 
 def child_environment(scratch: Path, token: str, extra: dict[str, str]) -> dict[str, str]:
@@ -141,6 +153,7 @@ def child_environment(scratch: Path, token: str, extra: dict[str, str]) -> dict[
     for variable, name in SCRATCH_FOLDERS.items():
         env[variable] = str(scratch / name)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONNOUSERSITE"] = "1"
     env[TOKEN_VARIABLE] = token
     env.update(extra)
     return env
@@ -168,15 +181,17 @@ def run_child(
     """
     make_scratch(scratch, user)
     token = secrets.token_hex(16)
-    env = child_environment(scratch, token, extra_env or {})
+    result = ChildRun(key=secrets.token_bytes(KEY_BYTES))
+    key_fd = _key_pipe(result.key)
+    env = child_environment(scratch, token, {**(extra_env or {}), KEY_VARIABLE: str(key_fd)})
     read_fd, write_fd = os.pipe()
-    result = ChildRun()
     log = scratch.parent / f"output-{token[:8]}.txt"
     try:
         with log.open("wb") as sink:
-            proc = _start(list(command(write_fd)), cwd, env, user, write_fd, sink)
-            os.close(write_fd)
-            write_fd = -1
+            proc = _start(list(command(write_fd)), cwd, env, user, (write_fd, key_fd), sink)
+            for fd in (write_fd, key_fd):
+                os.close(fd)
+            write_fd = key_fd = -1
             started = time.monotonic()
             events = _Drain(read_fd)
             result.timed_out = not events.until(lambda: proc.poll() is not None, started + timeout)
@@ -187,11 +202,21 @@ def run_child(
             result.events = bytes(events.data)
         result.output = _tail(log)
     finally:
-        for fd in (read_fd, write_fd):
+        for fd in (read_fd, write_fd, key_fd):
             if fd >= 0:
                 os.close(fd)
         log.unlink(missing_ok=True)
     return result
+
+
+def _key_pipe(key: bytes) -> int:
+    """The read end of a pipe that holds `key` and nothing more (its write end is closed)."""
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, key)  # far below a pipe's buffer: never blocks
+    finally:
+        os.close(write_fd)
+    return read_fd
 
 
 def _start(
@@ -199,7 +224,7 @@ def _start(
     cwd: Path,
     env: dict[str, str],
     user: RunUser,
-    write_fd: int,
+    fds: tuple[int, ...],
     sink: BinaryIO,
 ) -> subprocess.Popen[bytes]:
     try:
@@ -210,7 +235,7 @@ def _start(
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,
-            pass_fds=(write_fd,),
+            pass_fds=fds,
             start_new_session=True,
             user=user.uid,
             group=user.gid,
@@ -335,3 +360,32 @@ def check_interpreter(python: str, cwd: Path, scratch: Path, user: RunUser) -> N
             "environment outside /root), name a dedicated account with --user, or pass "
             "--user same to run the tests as the grader's user, without isolation."
         )
+
+
+def usable_user(spec: str | None, python: str, cwd: Path, scratch: Path) -> tuple[RunUser, str]:
+    """Who the tests run as (see choose_user), and a line to print when that is a fallback.
+
+    With no `spec`, a grader running as root whose interpreter a fresh user id cannot
+    run (a virtual environment under a private home such as /root) falls back to its own
+    user, and the line says so and what isolation that loses. A `spec` that was asked
+    for (an account, "fresh") never falls back: SandboxError says what is wrong.
+    """
+    user = choose_user(spec)
+    try:
+        check_interpreter(python, cwd, scratch, user)
+        return user, ""
+    except SandboxError:
+        if spec is not None:
+            raise
+    run = run_child(lambda _fd: [python, "-c", "import pytest"], cwd, scratch, 60.0, RunUser())
+    if run.returncode != 0:
+        raise SandboxError(f"`{python} -c 'import pytest'` failed (exit {run.returncode}):\n"
+                           f"{run.output[-2000:]}")  # fmt: skip
+    name = pwd.getpwuid(os.geteuid()).pw_name
+    return RunUser(), (
+        f"note: a fresh user id cannot run {python} (it or its packages are not readable "
+        f"and executable by other users, as in a virtual environment under /root), so the "
+        f"tests run as {name}, this grader's own user: they are not kept from its files, "
+        f"results.json or its processes (for that isolation, use an interpreter outside "
+        f"/root or --user ACCOUNT)"
+    )

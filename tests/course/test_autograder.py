@@ -15,6 +15,7 @@ import pytest
 
 from minifw_course.assignment import IGNORED, AssignmentError, make_assignment
 from minifw_course.autograder import GRADING_PACKAGES, cuda_simulator_line, make_autograder
+from minifw_course.sandbox import FRESH_USER, SandboxError, choose_user
 
 pytestmark = pytest.mark.staff
 REPO = Path(__file__).resolve().parents[2]
@@ -94,6 +95,18 @@ def test_the_scripts_are_valid_bash(bundle: Path, tmp_path: Path) -> None:
         check = subprocess.run(["bash", "-n", str(tmp_path / script)], capture_output=True)
         assert check.returncode == 0, check.stderr
     assert "NUMBA_ENABLE_CUDASIM" not in (tmp_path / "run_autograder").read_text()
+
+
+def test_the_bundle_always_runs_the_tests_as_a_fresh_user(bundle: Path) -> None:
+    with zipfile.ZipFile(bundle) as archive:
+        script = archive.read("run_autograder").decode()
+    assert '--user "${MINIFW_GRADE_USER:-fresh}"' in script
+    # "fresh" is a fresh user id or an error, never a fall back to the grader's own user
+    if os.geteuid() == 0:
+        assert choose_user(FRESH_USER).dropped
+    else:
+        with pytest.raises(SandboxError, match="only root"):
+            choose_user(FRESH_USER)
 
 
 def test_only_the_cuda_module_grades_on_the_simulator() -> None:

@@ -7,7 +7,9 @@ covers hostile submissions and the privilege drop used when the grader runs as r
 
 from __future__ import annotations
 
+import hmac
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from minifw_course.assignment import make_assignment
+from minifw_course.docs import render_student_readme
 from minifw_course.grade import (
     TaskPlan,
     grade,
@@ -25,7 +28,8 @@ from minifw_course.grade import (
     task_test_files,
     write_json_atomic,
 )
-from minifw_course.markers import PytestRun
+from minifw_course.markers import PytestRun, read_events
+from minifw_course.submission import read_bounded, walk
 
 pytestmark = pytest.mark.staff
 
@@ -257,7 +261,13 @@ def test_a_run_cut_short_tampered_or_void_scores_zero():
     assert "exited with code 1" in result.output and "1 tests had passed before" in result.output
     tampered = fake_run({"a": "passed"})
     tampered.tampered = ["_pytest.runner.call_and_report"]
-    assert score_run(task, plan, tampered).note == "void"
+    void_run = score_run(task, plan, tampered)
+    assert void_run.note == "tampered" and void_run.score == 0
+    assert void_run.output.startswith("Task 2.2: 0 points: tampered: _pytest.runner.call_and")
+    assert void_run.tampered == ["_pytest.runner.call_and_report"]
+    assert results_json([void_run], [], 1.0, "visible")["extra_data"]["tampered"] == {
+        "2.2": ["_pytest.runner.call_and_report"]
+    }
     void = score_run(task, plan, fake_run({"a": "passed"}), changed=["tests/t.py"])
     assert void.score == 0 and "changed tests/t.py" in void.output
 
@@ -321,3 +331,51 @@ def test_tests_run_with_the_grade_hypothesis_profile(make_mini_repo, tmp_path, m
                     staff=make_mini_repo(files), user="same")  # fmt: skip
     assert results[0].counted == 5 and results[0].score == results[0].max_score, results[0].output
     assert results[0].seconds > 0
+
+
+@pytest.mark.parametrize("module", [0, 3])
+def test_the_student_readme_says_how_to_grade_yourself(module):
+    lines = render_student_readme(module, {}).splitlines()
+    (line,) = [line for line in lines if "Grade yourself" in line]
+    assert f"`python -m minifw.course grade --module {module}`" in line
+
+
+def test_submission_files_are_read_bounded_and_never_through_a_link(tmp_path):
+    (tmp_path / "big.py").write_bytes(b"x" * 100)
+    assert read_bounded(tmp_path / "big.py", limit=99) is None
+    assert read_bounded(tmp_path / "big.py", limit=100)[0] == b"x" * 100
+    (tmp_path / "link.py").symlink_to(tmp_path / "big.py")
+    os.mkfifo(tmp_path / "fifo.py")  # opening it for reading would block
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "inner.py").write_text("")
+    (tmp_path / "linked").symlink_to(tmp_path / "folder", target_is_directory=True)
+    assert (
+        read_bounded(tmp_path / "link.py") is None and read_bounded(tmp_path / "fifo.py") is None
+    )
+    assert walk(tmp_path) == [("big.py", "file"), ("fifo.py", "other"),
+                              ("folder/inner.py", "file"), ("link.py", "link"),
+                              ("linked", "link")]  # fmt: skip
+    assert len(walk(tmp_path, limit=2)) <= 2
+
+
+def _record(key: bytes, seq: int, **event: object) -> bytes:
+    body = json.dumps({**event, "seq": seq}).encode()
+    return hmac.new(key, body, "sha256").hexdigest().encode() + b" " + body + b"\n"
+
+
+def test_records_count_only_with_their_mac_and_in_order():
+    key = b"k" * 32
+    good = _record(key, 0, event="result", nodeid="a", outcome="passed") + _record(
+        key, 1, event="finished", exitstatus=0
+    )
+    run = PytestRun()
+    read_events(good + b'1234 {"event": "cut', run, key)  # a record cut short at the end
+    assert run.finished and run.results["a"]["outcome"] == "passed" and run.tampered == []
+    forged = PytestRun()
+    fake = json.dumps({"event": "result", "nodeid": "b", "outcome": "passed", "seq": 2})
+    read_events(good + f"{'0' * 64} {fake}\n".encode(), forged, key)
+    assert "b" not in forged.results
+    assert forged.tampered == ["1 records on the results pipe are forged (no valid MAC)"]
+    gap = PytestRun()
+    read_events(_record(key, 0, event="finished") + _record(key, 2, event="finished"), gap, key)
+    assert gap.tampered == ["records 1-2 of the results pipe are missing or out of order"]

@@ -4,10 +4,13 @@ Every attack starts from a generated module-1 student repository of the mini cou
 task 1.1, `square_back` in minifw/ops.py, is a stub with two tests) and grades task 1.1
 against the untouched student repository as the staff copy. The routes: stubs that call
 pytest.xfail or pytest.skip, code that patches the recorder or pytest's reports and
-runner, a task file that rewrites the tests at import time, a process left behind to
-rewrite results.json, and a submission that claims another module. Where privileges
-matter (rewriting files, processes left behind) the attack runs twice: as the grader's
-own user, and as root with the tests dropped to a fresh user id, as on Gradescope.
+runner, a task file that rewrites the tests at import time or swaps them through an
+import hook, a plugin registered with pytest at run time, replaced oracles (math.isclose,
+numpy.testing), records forged on the results pipe, symbolic links and FIFOs in the
+submission, a process left behind to rewrite results.json, and a submission that claims
+another module. Where privileges matter (rewriting files, processes left behind) the
+attack runs twice: as the grader's own user, and as root with the tests dropped to a
+fresh user id, as on Gradescope.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import resource
 import secrets
 import shutil
 import signal
@@ -30,8 +34,9 @@ from typing import Any
 
 import pytest
 
+from minifw_course import grade as grade_module
 from minifw_course.assignment import make_assignment
-from minifw_course.grade import TaskResult, grade, parse_tasks
+from minifw_course.grade import GradeError, TaskResult, grade, parse_tasks
 from minifw_course.sandbox import SandboxError, check_interpreter, fresh_user
 
 pytestmark = pytest.mark.staff
@@ -145,6 +150,125 @@ if _os.environ.get("MINIFW_ATTACK_FORKED") is None:
                 except OSError:
                     pass
         _os._exit(0)
+"""
+
+
+# A meta_path finder, first in line, that lets each test module load and then replaces
+# every test_* function in it with a no-op that keeps its marks.
+IMPORT_HOOK_ATTACK = """
+import functools as _functools
+import sys as _sys
+
+
+class _Swap:
+    def find_spec(self, name, path=None, target=None):
+        if not name.rpartition(".")[2].startswith("test_"):
+            return None
+        for finder in _sys.meta_path:
+            spec = None if finder is self else finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            for key, value in list(vars(module).items()):
+                if key.startswith("test_") and callable(value):
+                    @_functools.wraps(value)  # the same arguments and marks
+                    def noop(*args, **kwargs):
+                        return None
+                    setattr(module, key, noop)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+_sys.meta_path.insert(0, _Swap())
+"""
+
+# Finds pytest's Config (through gc, or up the stack) and registers a plugin whose
+# pytest_pyfunc_call runs first and says the test ran: no test function is ever called.
+PLUGIN_ATTACK = """
+import sys as _sys
+
+import pytest as _pytest
+
+
+class _Pass:
+    @_pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        return True
+
+
+def _config_by_gc():
+    import gc
+    return next(o for o in gc.get_objects() if isinstance(o, _pytest.Config))
+
+
+def _config_by_stack():
+    frame = _sys._getframe()
+    while frame is not None:
+        found = getattr(frame.f_locals.get("self"), "config", None)
+        if isinstance(found, _pytest.Config):
+            return found
+        frame = frame.f_back
+    raise LookupError("no Config on the stack")
+
+
+(_config_by_gc if ROUTE == "gc" else _config_by_stack)().pluginmanager.register(_Pass())
+"""
+
+# Everything the tests compare with looks equal; the stub returns 0.0.
+ORACLE_ATTACKS = {
+    "math.isclose": "import math\nmath.isclose = lambda *a, **k: True",
+    "numpy.testing": "import numpy.testing\nnumpy.testing.assert_allclose = lambda *a, **k: None",
+}
+ORACLE_TESTS = """
+import math
+
+import numpy.testing
+import pytest
+
+from minifw import ops
+
+
+@pytest.mark.task1_1
+def test_square_back_is_close():
+    assert math.isclose(ops.square_back(3.0, 2.0), 12.0)
+
+
+@pytest.mark.task1_1
+def test_square_back_allclose():
+    numpy.testing.assert_allclose(ops.square_back(-1.0, 1.0), -2.0)
+"""
+
+# The recorder's descriptor now leads to /dev/null; at exit, "passed" for every test of
+# task 1.1, in the format of the recorder's lines, goes to the real pipe.
+DUP2_ATTACK = """
+import atexit as _atexit
+import json as _json
+import os as _os
+import sys as _sys
+
+_fd = next(int(a.split("=")[1]) for a in _sys.argv if a.startswith("--minifw-record-fd="))
+_saved = _os.dup(_fd)
+_os.dup2(_os.open(_os.devnull, _os.O_WRONLY), _fd)
+
+
+def _forge():
+    events = []
+    for seq, name in enumerate(["test_square_back", "test_square_back_of_a_negative"]):
+        nodeid = "tests/test_ops.py::" + name
+        events.append({"event": "result", "nodeid": nodeid, "outcome": "passed", "why": "",
+                       "message": "", "seq": seq})
+    events.append({"event": "finished", "exitstatus": 0, "seq": len(events)})
+    for event in events:
+        _os.write(_saved, (_json.dumps(event) + "\\n").encode())
+
+
+_atexit.register(_forge)
 """
 
 
@@ -292,8 +416,8 @@ def test_patching_pytest_reports_or_runner_scores_zero(staff, attack, where):
     result, _ = grade_one(submission_of(copy, {where: appended(attack)}), copy)
     assert (result.score, result.passed) == (0.0, 0)
     if where == OPS:  # laid in, imported, caught patching pytest
-        assert "the run is void: the test process tampered with the grader" in result.output
-        assert "_pytest." in result.output
+        assert result.output.startswith("Task 1.1: 0 points: tampered: _pytest.")
+        assert result.note == "tampered"
     else:
         assert "NotImplementedError: Task 1.1: implement square_back" in result.output
 
@@ -386,3 +510,138 @@ def test_as_root_the_tests_run_as_another_user_on_read_only_files(
     result, data = grade_one(reference, reference, user=None, python=dropped_python)
     assert (result.score, result.passed, result.counted) == (10.0, 3, 3), result.output
     assert data["score"] == 10.0
+
+
+@pytest.fixture
+def hooked_staff(staff, mini_files) -> Path:
+    """A staff copy whose tests/conftest.py imports the package first (as the real one
+    does), so a task file runs before any test module is imported."""
+    conftest = mini_files["tests/conftest.py"] + "\n\nimport minifw.ops  # noqa: E402, F401\n"
+    return staff({"tests/conftest.py": conftest})
+
+
+def test_an_import_hook_that_swaps_the_tests_scores_zero_as_tampered(hooked_staff):
+    submission = submission_of(hooked_staff, {OPS: appended(IMPORT_HOOK_ATTACK)})
+    result, data = grade_one(submission, hooked_staff)
+    assert result.score == 0 and data["score"] == 0 and result.note == "tampered"
+    assert result.output.startswith("Task 1.1: 0 points: tampered: ")
+    assert "the code of tests/test_ops.py::test_square_back is not the staff copy's" in (
+        result.output
+    )
+    assert "sys.meta_path holds minifw.ops._Swap" in result.output
+    assert any("_Swap" in why for why in data["extra_data"]["tampered"]["1.1"])
+
+
+@pytest.mark.parametrize("route", ["gc", "stack"])
+def test_a_plugin_registered_at_run_time_scores_zero_as_tampered(staff, route):
+    copy = staff()
+    attack = f"ROUTE = {route!r}\n" + PLUGIN_ATTACK
+    result, data = grade_one(submission_of(copy, {OPS: appended(attack)}), copy)
+    assert result.score == 0 and data["score"] == 0 and result.note == "tampered"
+    if route == "gc":  # refused by the audit hook, and named
+        assert "gc.get_objects from minifw/ops.py" in result.output
+    else:  # registered: pytest holds a hook the staff's run did not
+        assert "pytest holds a hook that is not the staff's: pytest_pyfunc_call" in result.output
+        assert "minifw.ops._Pass.pytest_pyfunc_call" in result.output
+
+
+@pytest.mark.parametrize("oracle", sorted(ORACLE_ATTACKS))
+def test_a_replaced_oracle_scores_zero_as_tampered(staff, oracle):
+    copy = staff({"tests/test_oracle.py": ORACLE_TESTS})
+    zero = lambda s: with_body(s, "square_back", "return 0.0")  # noqa: E731
+    edit = lambda s: zero(s) + "\n" + ORACLE_ATTACKS[oracle] + "\n"  # noqa: E731
+    result, data = grade_one(submission_of(copy, {OPS: edit}), copy)
+    assert result.counted == 0 and result.note == "tampered", result.output
+    assert result.score == 0 and data["score"] == 0
+    changed = "math.isclose" if oracle == "math.isclose" else "numpy.testing.assert_allclose"
+    assert f"tampered: {changed}" in result.output
+
+
+def test_records_forged_over_a_dup2_of_the_pipe_score_zero_as_tampered(staff):
+    copy = staff()
+    result, data = grade_one(submission_of(copy, {OPS: appended(DUP2_ATTACK)}), copy)
+    assert result.score == 0 and data["score"] == 0 and result.note == "tampered"
+    assert "records on the results pipe are forged (no valid MAC)" in result.output
+
+
+def _limit_memory() -> None:
+    """In the grader's process: the 2 GiB address space of a small grading machine."""
+    resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+
+def test_links_and_fifos_in_a_submission_are_never_followed(staff, tmp_path):
+    copy = staff()
+    submission = submission_of(copy, {})
+    (submission / "minifw" / "__init__.py").unlink()  # a file of the staff copy too
+    (submission / "minifw" / "__init__.py").symlink_to("/dev/zero")
+    (submission / "minifw" / "ops.py").unlink()
+    (submission / "minifw" / "ops.py").symlink_to("/dev/zero")  # the task file itself
+    os.mkfifo(submission / "minifw" / "pipe.py")
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "minifw_course", "grade", "--tasks", "1.1", "--repo",
+         str(submission), "--staff", str(copy), "--json", str(out), "--user", "same",
+         "--timeout", "60"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, preexec_fn=_limit_memory,
+        env=dict(os.environ, PYTHONPATH=str(Path(grade_module.__file__).parents[1])),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text("utf-8"))
+    assert [entry["number"] for entry in data["tests"]] == ["1.1"]
+    assert data["score"] == 0  # the starter code was graded in place of the link
+    assert (
+        "Not in the submission (the starter code was graded): minifw/ops.py"
+        in (data["tests"][0]["output"])
+    )
+    assert data["extra_data"]["ignored_files"] == [
+        "minifw/__init__.py (a symbolic link: not followed)",
+        "minifw/ops.py (a symbolic link: not followed)",
+        "minifw/pipe.py (not a regular file: not read)",
+    ]
+
+
+def test_files_outside_the_task_files_are_listed_for_staff(staff):
+    copy = staff()
+    edits = {"minifw/__init__.py": appended("X = 1"), "notes.txt": "my notes",
+             "tests/test_ops.py": appended("def test_more():\n    pass")}  # fmt: skip
+    submission = submission_of(copy, edits)
+    (submission / ".git").mkdir()
+    (submission / ".git" / "HEAD").write_text("ref: refs/heads/main")
+    result, data = grade_one(submission, copy)
+    assert result.score == 0 and result.counted == 2
+    assert data["extra_data"]["ignored_files"] == [
+        "minifw/__init__.py", "notes.txt", "tests/test_ops.py"
+    ]  # fmt: skip
+    assert (
+        "Ignored (only task files are graded): minifw/__init__.py, notes.txt" in (data["output"])
+    )
+
+
+def _private_python(folder: Path) -> str:
+    """An interpreter that root can run and a fresh user id cannot (a folder of mode 700)."""
+    private = folder / "private"
+    private.mkdir(mode=0o700)
+    wrapper = private / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o700)
+    return str(wrapper)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+def test_as_root_an_interpreter_a_fresh_user_cannot_run_falls_back_with_one_line(
+    make_mini_repo, tmp_path
+):
+    reference = make_mini_repo()
+    python = _private_python(tmp_path)
+    lines: list[str] = []
+    (result,) = grade(reference, TASK, 60, None, log=lines.append, staff=reference,
+                      python=python)  # fmt: skip
+    assert (result.score, result.counted) == (10.0, 2)
+    notes = [line for line in lines if line.startswith("note: ")]
+    assert len(notes) == 1 and "\n" not in notes[0]
+    assert f"a fresh user id cannot run {python}" in notes[0]
+    assert "the tests run as root, this grader's own user" in notes[0]
+    assert "tests run as the grader's own user (no isolation)" in "\n".join(lines)
+    with pytest.raises(GradeError, match="cannot"):  # asked for isolation: no fallback
+        grade(reference, TASK, 60, None, log=lines.append, staff=reference, python=python,
+              user="fresh")  # fmt: skip
