@@ -293,9 +293,8 @@ def _check_state_tensor(index: int, name: str, value: Any, param: Tensor) -> Non
         )
     if value.shape != param.shape:
         raise ValueError(
-            f"loaded state dict has {name!r} of shape {tuple(value.shape)} for parameter {index} "
-            "of "
-            f"shape {tuple(param.shape)}: it would broadcast at the next step"
+            f"loaded state dict has {name!r} of shape {tuple(value.shape)} for parameter "
+            f"{index} of shape {tuple(param.shape)}: it would broadcast at the next step"
         )
     if not value.dtype.is_floating_point and param.dtype.is_floating_point:
         raise ValueError(
