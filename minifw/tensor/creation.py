@@ -21,9 +21,30 @@ def _make(
     values: np.ndarray, requires_grad: bool, dtype: Any, device: Any, backend: Any
 ) -> Tensor:
     kind = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    if kind is dtypes.int64:
+        _refuse_beyond_int64(values)
     chosen = backend_for(device, backend)
     out = Tensor(chosen.from_numpy(values.astype(kind.numpy, copy=False)), chosen)
     return out.requires_grad_(True) if requires_grad else out
+
+
+def _refuse_beyond_int64(values: np.ndarray) -> None:
+    """PyTorch's error for values an int64 tensor cannot hold (instead of wrapping them)."""
+    flat = values.reshape(-1)
+    if flat.dtype.kind == "f":
+        bad = flat[~((flat >= -(2.0**63)) & (flat < 2.0**63))]  # nan and inf too
+    elif flat.dtype.kind == "u":
+        bad = flat[flat > np.iinfo(np.int64).max]
+    elif flat.dtype == object:
+        top = np.iinfo(np.int64).max
+        bad = np.array([v for v in flat if not -top - 1 <= v <= top], dtype=object)
+    else:
+        return
+    if bad.size:
+        value = bad[0].item() if isinstance(bad[0], np.generic) else bad[0]
+        raise RuntimeError(
+            f"value cannot be converted to type int64_t without overflow (got {value!r})"
+        )
 
 
 def full(
@@ -155,8 +176,13 @@ def arange(start: Any, end: Any = None, step: Any = 1, **options: Any) -> Tensor
         )
     if options.get("dtype") is None and all(isinstance(v, int) for v in bounds):
         options["dtype"] = dtypes.int64
-    count = builtins.max(0, math.ceil((end - start) / step))
-    values = start + np.arange(count, dtype=np.float64 if count else np.int64) * step
+    exact = all(isinstance(v, int) for v in bounds)
+    count = builtins.max(0, -((start - end) // step) if exact else math.ceil((end - start) / step))
+    if exact and dtypes.as_dtype(options["dtype"]) is dtypes.int64:  # no trip through float64
+        _refuse_beyond_int64(np.array([start, end, step], dtype=object))  # PyTorch checks all
+        values = start + np.arange(count, dtype=np.int64) * step
+    else:
+        values = start + np.arange(count, dtype=np.float64 if count else np.int64) * step
     return _make(values, **_options(options))
 
 
