@@ -19,6 +19,7 @@ import bisect
 import dataclasses
 import importlib
 import math
+import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from typing import Any
@@ -414,6 +415,21 @@ def _warn_pin_memory() -> None:
         )
 
 
+def _warn_many_workers(num_workers: int) -> None:
+    """PyTorch's warning when a loader starts more workers than this process has CPUs."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if cpus and num_workers > cpus:
+        warnings.warn(
+            f"This DataLoader will create {num_workers} worker processes in total. Our "
+            f"suggested max number of worker in current system is {cpus}, which is smaller "
+            "than what this DataLoader is going to create. Please be aware that excessive "
+            "worker creation might get DataLoader running slow or even freeze, lower the "
+            "worker number to avoid potential slowness/freeze if necessary.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def _single_process(loader: DataLoader) -> Iterator[Any]:
     """The batches of one pass, read in this process."""
     indices = iter(loader._index_sampler)
@@ -494,6 +510,8 @@ class DataLoader:
         if self.num_workers == 0:
             return _single_process(self)
         workers = importlib.import_module("minifw.utils._workers")
+        if self._iterator is None:
+            _warn_many_workers(self.num_workers)
         if not self.persistent_workers:
             return workers.WorkerIterator(self)  # type: ignore[no-any-return]
         if self._iterator is None:

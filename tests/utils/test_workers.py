@@ -324,3 +324,15 @@ def test_a_loader_collected_as_garbage_stops_its_workers() -> None:
     del loader
     gc.collect()
     assert [w.exitcode for w in workers] == [0, 0]  # stopped when told, not terminated
+
+
+def test_more_workers_than_cpus_warns_like_torch() -> None:
+    too_many = len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else None
+    if too_many is None or too_many > 4:
+        pytest.skip("kept to small machines: one worker more than the CPUs")
+    said = []
+    for d in (data, torch.utils.data):
+        with pytest.warns(UserWarning, match=f"will create {too_many} worker processes") as got:
+            assert list(d.DataLoader(range(2), num_workers=too_many, timeout=WAIT)) != []
+        said.append({str(w.message) for w in got if "worker processes" in str(w.message)})
+    assert said[0] == said[1]
