@@ -1,8 +1,9 @@
 """`minifw.nn.functional`: the stateless operations that layers are built from.
 
 Mirrors `torch.nn.functional`. Activations, softmax and dropout live in
-`activation.py`, convolution and pooling in `conv.py`, losses in `loss.py`; this
-module adds `linear`, `embedding` and `layer_norm` and gathers all of them.
+`activation.py`, convolution and pooling in `conv.py`, losses in `loss_functions.py`;
+this module adds `linear`, `embedding`, `layer_norm`, `cosine_similarity` and
+`normalize`, and gathers all of them.
 """
 
 from __future__ import annotations
@@ -43,17 +44,15 @@ from minifw.nn.activation import (
 from minifw.nn.attention import scaled_dot_product_attention
 from minifw.nn.conv import unfold
 from minifw.nn.convolution import conv1d, conv2d
-from minifw.nn.losses import (
+from minifw.nn.loss_functions import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
-    cosine_similarity,
     cross_entropy,
     huber_loss,
     kl_div,
     l1_loss,
     mse_loss,
     nll_loss,
-    normalize,
     smooth_l1_loss,
 )  # fmt: skip
 from minifw.nn.padding import pad
@@ -68,7 +67,8 @@ from minifw.nn.pooling import (
     max_pool2d,
 )
 from minifw.nn.resize import interpolate, upsample
-from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.functions import Function, FunctionCtx, Where
+from minifw.tensor.kernel_api import floating, scalar
 from minifw.tensor.tensor import Tensor, tensor
 
 
@@ -324,6 +324,42 @@ def group_norm(
     if bias is not None:
         out = out + _channel_view(bias, input)
     return out
+
+
+# Distances between vectors: cosine_similarity and normalize.
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 x2) / (max(||x1||, eps) max(||x2||, eps)) along `dim` (the inputs broadcast)."""
+    shape = tuple(np.broadcast_shapes(x1.shape, x2.shape))
+    a, b = floating(x1).expand(*shape), floating(x2).expand(*shape)
+    norm_a = safe_norm(a, dim, keepdim=False)
+    norm_b = safe_norm(b, dim, keepdim=False)
+    floor = scalar(a, eps)
+    denom_a = Where.apply(norm_a > eps, norm_a, floor)
+    denom_b = Where.apply(norm_b > eps, norm_b, floor)
+    return (a / denom_a.unsqueeze(dim) * (b / denom_b.unsqueeze(dim))).sum(dim)
+
+
+def safe_norm(x: Tensor, dim: int, keepdim: bool = True, p: float = 2.0) -> Tensor:
+    """The p-norm of `x` along `dim`; an all-zero slice has norm 0 and gradient 0 (not nan)."""
+    if p == 2.0:
+        powered = (x * x).sum(dim, keepdim=keepdim)
+    else:
+        powered = (x.abs() ** p).sum(dim, keepdim=keepdim)
+    empty = powered == 0.0
+    safe = Where.apply(empty, scalar(powered, 1.0), powered)
+    root = safe.sqrt() if p == 2.0 else safe ** (1.0 / p)
+    return Where.apply(empty, scalar(powered, 0.0), root)  # type: ignore[no-any-return]
+
+
+def normalize(
+    input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  # noqa: A002
+) -> Tensor:  # fmt: skip
+    """Unit vectors along `dim`: input / max(||input||_p, eps) (zero slices stay zero)."""
+    x = floating(input)
+    norm = safe_norm(x, dim, keepdim=True, p=p)
+    return x / Where.apply(norm > eps, norm, scalar(norm, eps))
 
 
 __all__ = [
