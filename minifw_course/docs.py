@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from minifw_course.catalog import APP_COMMAND, APP_PAGES, MODULE_INFO, TASK_INFO, app_page_text
+from minifw_course.classroom import WORKFLOW_PATH
 from minifw_course.tasks import MODULES, Task, tasks_of_module
 from minifw_course.threat_model import THREAT_MODEL
 
@@ -22,12 +23,13 @@ Scan = dict[str, dict[str, list[str]]]
 BLOCK_BEGIN = "<!-- BEGIN GENERATED: tasks (python -m minifw.course docs) -->"
 BLOCK_END = "<!-- END GENERATED: tasks -->"
 APP_CONFIG = ".streamlit/config.toml"
+WORKFLOW = WORKFLOW_PATH
 
 COMPARISON_NOTE = (
     "Comparisons (`<`, `>`, `<=`, `>=`, `==`, `!=`) return bool tensors, as PyTorch's do: "
     "`t[t > 0]` masks, `~ & | ^` combine masks, `(pred == y).float().mean()` is an "
     "accuracy, and `(pred == y).sum()` counts in int64. The scalar operators of Task 0.1 "
-    "(`operators.lt`, ...) return 1.0 or 0.0 on Python floats; the tensor layer turns those "
+    "(`scalar_math.lt`, ...) return 1.0 or 0.0 on Python floats; the tensor layer turns those "
     "into bool cells."
 )
 
@@ -177,10 +179,13 @@ _STAFF_GUIDE = [
     "## For course staff",
     "",
     "- `python -m minifw.course make-assignment --module N OUT` writes the student "
-    "repository of module N: fenced code of module N and later modules becomes "
-    "`NotImplementedError` stubs, tests of later modules and `extra` and `staff` tests are "
-    "removed, SimpleOps is the CPU default up to module 3, and a README "
-    "for the module is generated.",
+    "repository of module N: the fenced code of every module becomes "
+    "`NotImplementedError` stubs (`--with-solutions-through M` keeps modules 0..M's after "
+    "their deadline), later modules' files, tests of later modules and `extra` and `staff` "
+    "tests are removed, SimpleOps is the CPU default up to module 3, and a README and a "
+    "GitHub Classroom workflow for the module are generated.",
+    "- `python -m minifw.course sync OLD_REPO NEW_REPO` carries a student's fenced work "
+    "from an earlier module's repository into the next one.",
     "- `python -m minifw.course grade [--tasks 2.1,2.2 | --module N] [--json results.json] "
     "[--timeout 600] [--repo SUBMISSION] [--staff STAFF] [--user USER]` grades a submission "
     "task by task, prints a score table with each task's wall time, and writes Gradescope's "
@@ -219,7 +224,9 @@ _STAFF_GUIDE = [
     "- `python -m minifw.course make-autograder --module N OUT.zip` writes Gradescope's "
     "autograder bundle: the module's student repository as the staff copy, pinned "
     "`requirements.txt`, `setup.sh` and `run_autograder`. [`staff.md`](staff.md) says how "
-    "to set up a course with it, how to regrade, and how long grading takes.",
+    "to set up a course with it, how to regrade, and how long grading takes; "
+    "`check-bundle --module N` runs the bundle as Gradescope does, and "
+    "`grade-batch SUBMISSIONS --module N --out grades.csv` grades a whole class without it.",
     "",
     *THREAT_MODEL,
 ]
@@ -244,7 +251,13 @@ def render_student_readme(module: int, scan: Scan) -> str:
         "table.",
     ]
     if earlier:
-        lines.append(f"- The tests of earlier modules already pass: `{run_command(earlier)}`.")
+        lines.append(
+            f"- Once your earlier work is synced, the earlier modules' tests pass too: "
+            f"`{run_command(earlier)}`; this module's tasks build on them."
+        )
+    lines.append(
+        f"- Each push runs `{WORKFLOW}` (GitHub Classroom's autograding), one step per task."
+    )
     lines += [
         "",
         "## The app",
@@ -263,12 +276,17 @@ def _start_here(module: int, first: Task) -> list[str]:
     return [
         "## Start here",
         "",
-        "1. Install the package and everything the tests use (PyTorch for comparisons, "
-        "hypothesis, the app's packages):",
+        "1. Install the package and what the graded tests use (numpy, numba, pytest, "
+        "pytest-timeout, hypothesis):",
         "",
         "   ```sh",
         '   python -m venv .venv && . .venv/bin/activate && pip install -e ".[test]"',
         "   ```",
+        "",
+        '   Two more extras are yours to add when you want them: `pip install -e ".[app]"` '
+        'for the course app (streamlit), `pip install -e ".[oracle]"` for PyTorch, which '
+        "some ungraded tests compare against.",
+        *_carry_forward(module),
         "",
         f"2. Run the first task's tests: `{run_command([first])}`. They fail with "
         f'`NotImplementedError("Task {first.id}: ...")`: that is the starting point. Each '
@@ -280,6 +298,20 @@ def _start_here(module: int, first: Task) -> list[str]:
         '`NotImplementedError("Task x.y: ...")` until you write it. '
         f'`grep -rn "BEGIN TASK {first.id}" minifw project` finds task {first.id}\'s.',
         "",
+    ]
+
+
+def _carry_forward(module: int) -> list[str]:
+    """How a student brings the earlier modules' work into this repository."""
+    if module == 0:
+        return []
+    return [
+        "",
+        "   Every task of every module is a stub here, the earlier modules' too: bring "
+        "your own work over from your module "
+        f"{module - 1} repository with `python -m minifw.course sync ../module{module - 1} .` "
+        "(it fills the stubs you solved there, says which stayed stubs, and never "
+        "overwrites code you already wrote here unless you add `--force`).",
     ]
 
 
