@@ -1,9 +1,9 @@
 """The `mf.autograd` namespace: grad, backward, user-defined Functions, gradcheck.
 
-`grad` and `backward` are PyTorch's (`minifw.tensor.higher_order` runs them, with
-`create_graph` for gradients of gradients); `functional` holds jacobian, hessian,
-vjp, jvp, hvp and vhp built on `grad`; `gradcheck` compares autograd with central
-differences.
+`grad` and `backward` are PyTorch's (`minifw.tensor.autograd` runs them on the one
+engine of `core/autodiff.py`, with `create_graph` for gradients of gradients);
+`functional` holds jacobian, hessian, vjp, jvp, hvp and vhp built on `grad`;
+`gradcheck` compares autograd with central differences.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from minifw.core.autodiff import (
     no_grad,
     set_grad_enabled,
 )
+from minifw.tensor.autograd import backward, grad
 from minifw.tensor.functions import Function, FunctionCtx
-from minifw.tensor.higher_order import backward, grad
 from minifw.tensor.tensor import Tensor
 
 __all__ = [
@@ -95,8 +95,8 @@ def _check_no_overlap(i: int, t: Tensor) -> None:
     for size, stride in zip(t.shape, t.stride(), strict=True):
         if size > 1 and stride == 0:
             raise ValueError(
-                f"gradcheck: input {i} (shape {t.shape}, strides {t.stride()}) has a dimension "
-                f"with stride 0, so one storage cell stands for several entries and the "
+                f"gradcheck: input {i} (shape {tuple(t.shape)}, strides {t.stride()}) has a "
+                f"dimension with stride 0, so one storage cell stands for several entries and the "
                 f"numerical gradient is undefined. Call .contiguous() on it first."
             )
 

@@ -188,6 +188,41 @@ def backpropagate(variable: Variable, deriv: Any, retain_graph: bool = True) -> 
 # END TASK 1.4
 
 
+class Roots:
+    """Several outputs, each with its starting derivative, as one value to backpropagate.
+
+    `backpropagate(Roots(outputs, seeds), seeds)` runs the chain rule from all the
+    outputs in one pass: each node is visited once, after every output made from it.
+    An output given twice gets the sum of its seeds.
+    """
+
+    def __init__(self, outputs: Sequence[Variable], seeds: Sequence[Any]) -> None:
+        self.outputs, self.seeds = list(outputs), list(seeds)
+        self.history = History(last_fn=Roots)
+
+    @property
+    def unique_id(self) -> int:
+        """This object's id (no value of the graph shares it)."""
+        return id(self)
+
+    def is_constant(self) -> bool:
+        """Never: the roots start the pass."""
+        return False
+
+    @property
+    def parents(self) -> list[Variable]:
+        """The outputs."""
+        return self.outputs
+
+    def chain_rule(self, d_output: Any) -> list[tuple[Variable, Any]]:
+        """Each output with its seed."""
+        return list(zip(self.outputs, self.seeds, strict=True))
+
+    def accumulate_derivative(self, x: Any) -> None:
+        """Never called: Roots is not a leaf."""
+        raise AssertionError("Roots is not a leaf")
+
+
 class _GradMode(threading.local):
     enabled = True
 

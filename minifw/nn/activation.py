@@ -21,6 +21,7 @@ from minifw.core import operators as ops
 from minifw.core.random import generator
 from minifw.core.tensor_data import normalize_dim
 from minifw.tensor.functions import Function, FunctionCtx, Where
+from minifw.tensor.kernel_api import floating, map_op, one_hot_along, reduce_op, scalar, zip_op
 from minifw.tensor.tensor import MaxResult, Tensor, tensor
 
 
@@ -55,7 +56,7 @@ class MaxAlongDim(Function):
         """
         ctx.save_for_backward(x, indices)
         ctx.dim = dim
-        return x._reduce(ops.MAX, dim)
+        return reduce_op(ops.MAX, x, dim)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
@@ -64,7 +65,7 @@ class MaxAlongDim(Function):
         One cell per slice gets the gradient, even when several cells tie for the max.
         """
         x, indices = ctx.saved_tensors
-        return grad._zip(ops.MUL, x._one_hot_along(ctx.dim, indices)), None, None
+        return grad * one_hot_along(x, ctx.dim, indices), None, None
 
 
 def max_along(input: Tensor, dim: int, keepdim: bool = False) -> MaxResult:  # noqa: A002
@@ -85,7 +86,7 @@ def max_along(input: Tensor, dim: int, keepdim: bool = False) -> MaxResult:  # n
 
 def _minus_max(x: Tensor, dim: int) -> Tensor:
     """Return x minus its max along `dim`: softmax is unchanged, and e^x cannot overflow."""
-    return x._zip(ops.SUB, x._reduce(ops.MAX, dim)) if x.numel() else x
+    return zip_op(ops.SUB, x, reduce_op(ops.MAX, x, dim)) if x.numel() else x
 
 
 class LogSoftmax(Function):
@@ -97,8 +98,10 @@ class LogSoftmax(Function):
     def forward(ctx: FunctionCtx, x: Tensor, dim: int) -> Tensor:  # type: ignore[override]
         """Shift by the max along dim (the result does not depend on it), then normalise."""
         shifted = _minus_max(x, dim)
-        out = shifted._zip(ops.SUB, shifted._map(ops.EXP)._reduce(ops.ADD, dim)._map(ops.LOG))
-        ctx.save_for_backward(out.detach())
+        out = zip_op(
+            ops.SUB, shifted, map_op(ops.LOG, reduce_op(ops.ADD, map_op(ops.EXP, shifted), dim))
+        )
+        ctx.save_for_backward(out)
         ctx.dim = dim
         return out
 
@@ -106,8 +109,7 @@ class LogSoftmax(Function):
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
         """Return grad - softmax * sum(grad) along dim, with softmax = e^out."""
         (out,) = ctx.saved_tensors
-        total = grad._reduce(ops.ADD, ctx.dim)
-        return grad._zip(ops.SUB, out._map(ops.EXP)._zip(ops.MUL, total)), None
+        return grad - out.exp() * grad.sum(ctx.dim, keepdim=True), None
 
 
 class Softmax(Function):
@@ -118,9 +120,9 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx: FunctionCtx, x: Tensor, dim: int) -> Tensor:  # type: ignore[override]
         """Exponentiate x - max along dim and divide by the sum."""
-        e = _minus_max(x, dim)._map(ops.EXP)
-        out = e._zip(ops.DIV, e._reduce(ops.ADD, dim))
-        ctx.save_for_backward(out.detach())
+        e = map_op(ops.EXP, _minus_max(x, dim))
+        out = zip_op(ops.DIV, e, reduce_op(ops.ADD, e, dim))
+        ctx.save_for_backward(out)
         ctx.dim = dim
         return out
 
@@ -128,8 +130,7 @@ class Softmax(Function):
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
         """Return s * (grad - sum(grad * s) along dim), with s the softmax."""
         (s,) = ctx.saved_tensors
-        total = grad._zip(ops.MUL, s)._reduce(ops.ADD, ctx.dim)
-        return s._zip(ops.MUL, grad._zip(ops.SUB, total)), None
+        return s * (grad - (grad * s).sum(ctx.dim, keepdim=True)), None
 
 
 def softmax(input: Tensor, dim: int) -> Tensor:  # noqa: A002
@@ -139,7 +140,7 @@ def softmax(input: Tensor, dim: int) -> Tensor:  # noqa: A002
     `dim` counts from the end. Subtract the max along `dim` before exponentiating so that
     huge logits (1000) give finite results; the gradient must be exact (gradcheck).
     """
-    x = input._floating()
+    x = floating(input)
     return Softmax.apply(x, normalize_dim(dim, x.dim()))
 
 
@@ -149,7 +150,7 @@ def log_softmax(input: Tensor, dim: int) -> Tensor:  # noqa: A002
     Write: as softmax, but never take the log of a softmax that may have rounded to 0:
     use the shifted form above, so log_softmax of logits 1000 apart stays finite.
     """
-    x = input._floating()
+    x = floating(input)
     return LogSoftmax.apply(x, normalize_dim(dim, x.dim()))
 
 
@@ -173,33 +174,6 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:  # 
 
 
 # END TASK 4.4
-
-
-# Recorded backwards for create_graph=True (given code, outside the task): each is the
-# fast backward's formula in tensor arithmetic, so gradients of gradients flow.
-
-
-def _max_along_dim_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
-    """Grad at the argmax (a constant one-hot), recorded."""
-    x, indices = ctx.saved_tensors
-    return grad * x._one_hot_along(ctx.dim, indices), None, None
-
-
-def _log_softmax_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
-    """Grad - softmax * sum(grad), the log-softmax recomputed from the recorded input."""
-    out = LogSoftmax.apply(ctx.graph_inputs[0], ctx.dim)
-    return grad - out.exp() * grad.sum(ctx.dim, keepdim=True), None
-
-
-def _softmax_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
-    """S * (grad - sum(grad * s)), the softmax s recomputed from the recorded input."""
-    s = Softmax.apply(ctx.graph_inputs[0], ctx.dim)
-    return s * (grad - (grad * s).sum(ctx.dim, keepdim=True)), None
-
-
-MaxAlongDim.backward_graph = staticmethod(_max_along_dim_graph)
-LogSoftmax.backward_graph = staticmethod(_log_softmax_graph)
-Softmax.backward_graph = staticmethod(_softmax_graph)
 
 
 def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:  # noqa: A002
@@ -235,8 +209,8 @@ def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:  # noqa: A002
 
 def _where(condition: Tensor, a: Tensor | float, b: Tensor | float, like: Tensor) -> Tensor:
     """A where `condition` holds, else b (numbers become 0-dim tensors like `like`)."""
-    first = a if isinstance(a, Tensor) else like._scalar_like(a)
-    second = b if isinstance(b, Tensor) else like._scalar_like(b)
+    first = a if isinstance(a, Tensor) else scalar(like, a)
+    second = b if isinstance(b, Tensor) else scalar(like, b)
     return Where.apply(condition, first, second)  # type: ignore[no-any-return]
 
 
@@ -386,7 +360,7 @@ def dropout1d(
     if input.dim() not in (2, 3):
         raise RuntimeError(
             f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input "
-            f"of shape {input.shape}"
+            f"of shape {tuple(input.shape)}"
         )
     return _feature_dropout(input, p, training, batched=input.dim() == 3)
 

@@ -24,7 +24,8 @@ from minifw.core import operators as ops
 from minifw.core.hooks import anyone_listening
 from minifw.core.tensor_data import TensorData
 from minifw.fast_ops import fast_path
-from minifw.tensor.functions import Function, FunctionCtx
+from minifw.tensor.functions import Adjoint, Function, FunctionCtx
+from minifw.tensor.kernel_api import cells, wrap, zeros
 from minifw.tensor.tensor import Tensor
 from minifw.tensor_ops import TensorBackend
 
@@ -107,8 +108,8 @@ class Unfold(Function):
             for s, k, st, p in zip(x.shape[2:], kernel, stride, padding, strict=True)
         )
         ctx.shape, ctx.kernel, ctx.stride, ctx.padding = x.shape, kernel, stride, padding
-        padded = _padded(x._data, x.backend, padding, fill)
-        return x._new(x.backend.contiguous(_windows(padded, kernel, stride, out)))
+        padded = _padded(cells(x), x.backend, padding, fill)
+        return wrap(x.backend.contiguous(_windows(padded, kernel, stride, out)), x)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None, None]:
@@ -125,39 +126,27 @@ class Unfold(Function):
         padded_shape = ctx.shape[:2] + tuple(
             s + 2 * p for s, p in zip(ctx.shape[2:], padding, strict=True)
         )
-        total = grad._zeros(padded_shape)
+        total = zeros(grad, padded_shape)
         backend = grad.backend
         if all(s >= k for s, k in zip(stride, kernel, strict=True)):
             # No two windows share a cell: one copy into the window view of total.
-            backend.copy_into(_windows(total._data, kernel, stride, out), grad._data)
+            backend.copy_into(_windows(cells(total), kernel, stride, out), cells(grad))
         else:
             for offset in itertools.product(*(range(k) for k in kernel)):
-                target = total._data
-                part = grad._data
+                target = cells(total)
+                part = cells(grad)
                 for d in range(nd):
                     stop = offset[d] + stride[d] * (out[d] - 1) + 1
                     target = target.narrow(2 + d, slice(offset[d], stop, stride[d]))
                     part = part.select(2, offset[d])
                 backend.zip(ops.ADD, target, part, out=target)  # in place
         if any(padding):
-            total = total._new(backend.contiguous(_inner(total._data, ctx.shape, padding)))
+            total = wrap(backend.contiguous(_inner(cells(total), ctx.shape, padding)), total)
         return total, None, None, None, None
 
 
 # END TASK 4.1
 
-
-def _unfold_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None, None]:
-    """The fold of `Unfold.backward`, recorded (create_graph): its gradient unfolds again."""
-    from minifw.tensor.higher_order import LinearBackward
-
-    def again(g: Tensor) -> Tensor:
-        return Unfold.apply(g, ctx.kernel, ctx.stride, ctx.padding, 0.0)
-
-    return LinearBackward.apply(grad, Unfold.backward, ctx, again), None, None, None, None
-
-
-Unfold.backward_graph = staticmethod(_unfold_graph)  # given code, outside the task
 
 # The fold in one kernel (fast_paths/fused_fold.py) is an expert fast path outside the
 # task, reached through `fast_path("fused_fold")`: student repositories have no
@@ -181,8 +170,8 @@ def _fold(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None, Non
     def run(out: TensorData, g: TensorData) -> None:
         kernels.fold2d(g.storage, g._strides, out.storage, sizes)
 
-    hooks.launch_fused(grad.backend, "fused[fold]", (out,), (grad._data,), run, ())
-    return grad._new(out), None, None, None, None
+    hooks.launch_fused(grad.backend, "fused[fold]", (out,), (cells(grad),), run, ())
+    return wrap(out, grad), None, None, None, None
 
 
 def _fused_fold_fits(ctx: FunctionCtx, grad: Tensor) -> bool:
@@ -197,7 +186,22 @@ def _fused_fold_fits(ctx: FunctionCtx, grad: Tensor) -> bool:
     )
 
 
-Unfold.backward = staticmethod(_fold)  # type: ignore[method-assign]
+def _unfold_backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None, None]:
+    """Unfold's backward: the fold, as a node (`Adjoint`) whose own backward unfolds again.
+
+    The fold is linear in grad; recorded under create_graph, its gradient is the unfold.
+    """
+
+    def fold(g: Tensor) -> Tensor:
+        return _fold(ctx, g)[0]
+
+    def again(g: Tensor) -> Tensor:
+        return Unfold.apply(g, ctx.kernel, ctx.stride, ctx.padding, 0.0)
+
+    return Adjoint.apply(grad, fold, again), None, None, None, None
+
+
+Unfold.backward = staticmethod(_unfold_backward)  # type: ignore[method-assign]
 
 
 def unfold(
@@ -212,7 +216,7 @@ def unfold(
     if input.dim() != 2 + nd or len(stride) != nd or len(padding) != nd:
         raise RuntimeError(
             f"unfold: expected a {2 + nd}-D input (N, C, ...) and {nd} strides and paddings, "
-            f"got input {input.shape}, stride {stride}, padding {padding}"
+            f"got input {tuple(input.shape)}, stride {stride}, padding {padding}"
         )
     for s, k, st, p in zip(input.shape[2:], kernel_size, stride, padding, strict=True):
         if st < 1 or p < 0 or k < 1:
@@ -224,7 +228,7 @@ def unfold(
             raise RuntimeError(
                 f"Calculated padded input size per channel: {s + 2 * p}. Kernel size: {k}. "
                 f"Kernel size can't be greater than actual input size (input shape "
-                f"{input.shape}, kernel {kernel_size}, padding {padding})"
+                f"{tuple(input.shape)}, kernel {kernel_size}, padding {padding})"
             )
     return Unfold.apply(input, kernel_size, stride, padding, fill)  # type: ignore[no-any-return]
 
@@ -242,7 +246,7 @@ def _conv_args(
     if weight.dim() != nd + 2 or source.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(
             f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) input and a "
-            f"{nd + 2}-D weight, got input {source.shape} and weight {weight.shape}"
+            f"{nd + 2}-D weight, got input {tuple(source.shape)} and weight {tuple(weight.shape)}"
         )
     batched = source.dim() == nd + 2
     x = source if batched else source.unsqueeze(0)
@@ -258,7 +262,7 @@ def _conv_args(
             f"({None if bias is None else bias.dtype}) should be the same"
         )
     if bias is not None and bias.shape != (oc,):
-        raise RuntimeError(f"{name}: expected bias of shape ({oc},), got {bias.shape}")
+        raise RuntimeError(f"{name}: expected bias of shape ({oc},), got {tuple(bias.shape)}")
     return x, batched, _tuple(stride, nd, "stride"), _tuple(padding, nd, "padding")
 
 
@@ -342,7 +346,7 @@ def _pool_windows(
     """
     if source.dim() not in (3, 4) or not source.dtype.is_floating_point:
         raise RuntimeError(
-            f"{name}: expected a 3-D or 4-D floating-point input, got shape {source.shape} "
+            f"{name}: expected a 3-D or 4-D floating-point input, got shape {tuple(source.shape)} "
             f"of dtype {source.dtype}"
         )
     batched = source.dim() == 4

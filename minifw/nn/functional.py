@@ -9,6 +9,7 @@ this module adds `linear`, `embedding`, `layer_norm`, `cosine_similarity` and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
@@ -67,8 +68,8 @@ from minifw.nn.pooling import (
     max_pool2d,
 )
 from minifw.nn.resize import interpolate, upsample
-from minifw.tensor.functions import Function, FunctionCtx, Where
-from minifw.tensor.kernel_api import floating, scalar
+from minifw.tensor.functions import Adjoint, Function, FunctionCtx, MatMul, Permute, Sum, Where
+from minifw.tensor.kernel_api import cells, floating, scalar, wrap, zip_op
 from minifw.tensor.tensor import Tensor, tensor
 
 
@@ -76,8 +77,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """Affine map input @ weight.T + bias, for input (..., in) and weight (out, in)."""
     if weight.dim() != 2 or input.dim() == 0 or input.shape[-1] != weight.shape[1]:
         raise RuntimeError(
-            f"linear: input of shape {input.shape} has {input.shape[-1] if input.dim() else 0} "
-            f"features but weight of shape {weight.shape} expects (out_features, in_features)"
+            f"linear: input of shape {tuple(input.shape)} has "
+            f"{input.shape[-1] if input.dim() else 0} features but weight of shape "
+            f"{tuple(weight.shape)} expects (out_features, in_features)"
             f" with in_features = {weight.shape[1] if weight.dim() == 2 else '?'}"
         )
     if (
@@ -105,8 +107,8 @@ class _Linear(Function):
         """Return x @ w.T (+ b broadcast over rows)."""
         need_x, need_w, _ = ctx.needs_input_grad
         ctx.save_for_backward(x if need_w else None, w if need_x else None)
-        out = x._new(x.backend.matmul(x._data, w._data.permute(1, 0)))
-        return out if b is None else out._zip(ops.ADD, b)
+        out = wrap(x.backend.matmul(cells(x), cells(w).permute(1, 0)), x)
+        return out if b is None else zip_op(ops.ADD, out, b)
 
     @staticmethod
     def backward(
@@ -115,27 +117,10 @@ class _Linear(Function):
         """Return grad @ w, grad.T @ x (already (out, in): no transposed copy), grad summed."""
         x, w = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
-        backend, g = grad.backend, grad._data
-        grad_x = grad._new(backend.matmul(g, w._data)) if need_x else None
-        grad_w = grad._new(backend.matmul(g.permute(1, 0), x._data)) if need_w else None
-        grad_b = None
-        if need_b:
-            summed = backend.reduce(ops.ADD, g, 0).view((g.shape[1],))
-            assert summed is not None
-            grad_b = grad._new(summed)
-        return grad_x, grad_w, grad_b
-
-    @staticmethod
-    def backward_graph(
-        ctx: FunctionCtx, grad: Tensor
-    ) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
-        """Grad @ w, grad.T @ x and grad summed over rows, recorded (create_graph)."""
-        x, w = ctx.saved_tensors
-        need_x, need_w, need_b = ctx.needs_input_grad
         return (
-            grad @ w if need_x else None,
-            grad.transpose(0, 1) @ x if need_w else None,
-            grad.sum(0) if need_b else None,
+            MatMul.apply(grad, w) if need_x else None,
+            MatMul.apply(Permute.apply(grad, (1, 0)), x) if need_w else None,
+            Sum.apply(grad, (0,), False) if need_b else None,
         )
 
 
@@ -154,28 +139,32 @@ class EmbeddingLookup(Function):
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
-        """grad_weight[i] = sum of grad rows whose index is i (scatter-add); padding row 0."""
-        g = grad.detach().cpu().numpy().reshape(-1, grad.shape[-1])
-        total = np.zeros((ctx.rows, grad.shape[-1]), dtype=g.dtype)
-        np.add.at(total, ctx.index.reshape(-1), g)
-        if ctx.padding_idx is not None:
-            total[ctx.padding_idx] = 0.0
-        return tensor(total, dtype=grad.dtype, backend=grad.backend), None, None
+        """grad_weight[i] = sum of grad rows whose index is i (scatter-add); padding row 0.
 
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
-        """The same scatter-add, recorded: its own gradient gathers rows again."""
-        from minifw.tensor.higher_order import LinearBackward
+        Linear in grad; as a node (`Adjoint`), its own backward gathers the rows again.
+        """
+        rows = Adjoint.apply(grad, partial(_scatter_rows, ctx), partial(_gather_rows, ctx))
+        return rows, None, None
 
-        def again(g: Tensor) -> Tensor:
-            if ctx.padding_idx is not None:  # the scatter zeroed that row
-                keep = np.ones((ctx.rows, 1))
-                keep[ctx.padding_idx] = 0.0
-                g = g * tensor(keep, dtype=g.dtype, backend=g.backend)
-            index = tensor(ctx.index, backend=g.backend)
-            return EmbeddingLookup.apply(g, index, None)
 
-        return LinearBackward.apply(grad, EmbeddingLookup.backward, ctx, again), None, None
+def _scatter_rows(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+    """The scatter-add of the gradient rows into a (rows, dim) tensor, on the host."""
+    g = grad.detach().cpu().numpy().reshape(-1, grad.shape[-1])
+    total = np.zeros((ctx.rows, grad.shape[-1]), dtype=g.dtype)
+    np.add.at(total, ctx.index.reshape(-1), g)
+    if ctx.padding_idx is not None:
+        total[ctx.padding_idx] = 0.0
+    return tensor(total, dtype=grad.dtype, backend=grad.backend)
+
+
+def _gather_rows(ctx: FunctionCtx, g: Tensor) -> Tensor:
+    """The lookup again, of the rows of `g` (the padding row, zeroed by the scatter, as 0)."""
+    if ctx.padding_idx is not None:
+        keep = np.ones((ctx.rows, 1))
+        keep[ctx.padding_idx] = 0.0
+        g = g * tensor(keep, dtype=g.dtype, backend=g.backend)
+    out: Tensor = EmbeddingLookup.apply(g, tensor(ctx.index, backend=g.backend), None)
+    return out
 
 
 def checked_padding_idx(padding_idx: int, num_embeddings: int) -> int:
@@ -197,10 +186,10 @@ def embedding(
     if input.dtype is not dtypes.int64:
         raise RuntimeError(
             f"Expected tensor for argument #1 'indices' to have scalar type Long (int64); "
-            f"but got {input.dtype} instead (shape {input.shape})"
+            f"but got {input.dtype} instead (shape {tuple(input.shape)})"
         )
     if weight.dim() != 2:
-        raise RuntimeError(f"embedding: weight must be 2-D, got shape {weight.shape}")
+        raise RuntimeError(f"embedding: weight must be 2-D, got shape {tuple(weight.shape)}")
     values = input.detach().cpu().numpy()
     if values.size and (values.min() < 0 or values.max() >= weight.shape[0]):
         bad = values.min() if values.min() < 0 else values.max()
@@ -262,14 +251,16 @@ def batch_norm(
     without gradient); otherwise the running statistics normalise.
     """
     if input.dim() < 2:
-        raise ValueError(f"batch_norm: expected an input (N, C, ...), got shape {input.shape}")
+        raise ValueError(
+            f"batch_norm: expected an input (N, C, ...), got shape {tuple(input.shape)}"
+        )
     dims = (0, *range(2, input.dim()))
     if training:
         count = input.numel() // input.shape[1]
         if count <= 1:
             raise ValueError(
                 "Expected more than 1 value per channel when training, got input size "
-                f"{input.shape}"
+                f"{tuple(input.shape)}"
             )
         mean = input.mean(dims, keepdim=True)
         centered = input - mean

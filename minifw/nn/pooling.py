@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -26,9 +27,9 @@ from minifw.fast_ops import fast_path
 from minifw.nn import conv
 from minifw.nn.conv import IntOrTuple, _tuple, unfold
 from minifw.nn.padding import along, pad
+from minifw.tensor import kernel_api
 from minifw.tensor.creation import cat
-from minifw.tensor.functions import Function, FunctionCtx
-from minifw.tensor.higher_order import LinearBackward
+from minifw.tensor.functions import Adjoint, Function, FunctionCtx
 from minifw.tensor.tensor import Tensor, tensor
 
 _NAMES = {1: "1d", 2: "2d"}
@@ -39,7 +40,7 @@ def _batched(name: str, x: Tensor, nd: int) -> tuple[Tensor, bool]:
     if x.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(
             f"{name}: Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input, but got "
-            f"input of shape {x.shape}"
+            f"input of shape {tuple(x.shape)}"
         )
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"{name}: not implemented for input of dtype {x.dtype}")
@@ -175,7 +176,7 @@ def _fused_max_pool_args(
     """
     if fast_path("fused_pool") is None or x.dim() != 4 or x.backend.name != "fast":
         return None
-    if not x.dtype.is_floating_point or not 0 < x._data.size <= FUSED_POOL_CELLS:
+    if not x.dtype.is_floating_point or not 0 < kernel_api.cells(x).size <= FUSED_POOL_CELLS:
         return None
     kernel = _tuple(kernel_size, 2, "kernel_size")
     strides = kernel if stride is None else _tuple(stride, 2, "stride")
@@ -215,45 +216,51 @@ class FusedMaxPool2d(Function):
         def run(stats: TensorData, x: TensorData) -> None:
             kernels.max_pool2d_forward(x.storage, x._strides, sizes, stats.storage)
 
-        hooks.launch_fused(x.backend, "fused[max_pool2d]", (stats,), (x._data,), run, (ops.MAX,))
-        ctx.stats, ctx.sizes, ctx.shape = x._new(stats), sizes, x.shape
+        hooks.launch_fused(
+            x.backend, "fused[max_pool2d]", (stats,), (kernel_api.cells(x),), run, (ops.MAX,)
+        )
+        ctx.stats, ctx.sizes, ctx.shape = kernel_api.wrap(stats, x), sizes, x.shape
         ctx.kernel, ctx.stride = kernel, stride
-        return x._new(TensorData(stats.base, (n, c, oh, ow)))
+        return kernel_api.wrap(TensorData(stats.base, (n, c, oh, ow)), x)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
-        """Each window's gradient at its max's cell, zeros elsewhere."""
-        sizes = ctx.sizes
-        out = TensorData(np.empty(math.prod(ctx.shape), grad.dtype.numpy), ctx.shape)
+        """Each window's gradient at its max's cell, zeros elsewhere: one fused kernel.
 
-        kernels = fast_path("fused_pool")
-        assert kernels is not None
+        Linear in grad; as a node (`Adjoint`), its own backward picks each max again.
+        """
+        cells = Adjoint.apply(grad, partial(_scatter_to_max, ctx), partial(_pick_max, ctx))
+        return cells, None, None
 
-        def run(out: TensorData, g: TensorData, stats: TensorData) -> None:
-            kernels.max_pool2d_backward(g.storage, g._strides, stats.storage, sizes, out.storage)
 
-        inputs = (grad._data, ctx.stats._data)
-        hooks.launch_fused(grad.backend, "fused[max_pool2d_backward]", (out,), inputs, run, ())
-        return grad._new(out), None, None
+def _scatter_to_max(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+    """The fused kernel: each window's gradient written at its max's cell, zeros elsewhere."""
+    sizes = ctx.sizes
+    out = TensorData(np.empty(math.prod(ctx.shape), grad.dtype.numpy), ctx.shape)
 
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
-        """The backward as a node (create_graph): its own backward picks each max again."""
-        n, c, oh, ow = grad.shape
-        (kh, kw), width = ctx.kernel, ctx.shape[3]
-        cells = kh * kw
-        where = ctx.stats.detach()[n * c * oh * ow :].view(n, c, 1, oh, ow)
-        offsets = [a * width + b for a in range(kh) for b in range(kw)]  # window cell order
-        each = tensor(offsets, dtype=where.dtype, device=where.device).view(1, 1, cells, 1, 1)
-        picked = (where == each).to(grad.dtype)
+    kernels = fast_path("fused_pool")
+    assert kernels is not None
 
-        def again(g: Tensor) -> Tensor:
-            windows = unfold(g, ctx.kernel, ctx.stride, (0, 0)).reshape(n, c, cells, oh, ow)
-            gathered: Tensor = (windows * picked).sum(2)
-            return gathered
+    def run(out: TensorData, g: TensorData, stats: TensorData) -> None:
+        kernels.max_pool2d_backward(g.storage, g._strides, stats.storage, sizes, out.storage)
 
-        out: Tensor = LinearBackward.apply(grad, FusedMaxPool2d.backward, ctx, again)
-        return out, None, None
+    inputs = (kernel_api.cells(grad), kernel_api.cells(ctx.stats))
+    hooks.launch_fused(grad.backend, "fused[max_pool2d_backward]", (out,), inputs, run, ())
+    return kernel_api.wrap(out, grad)
+
+
+def _pick_max(ctx: FunctionCtx, g: Tensor) -> Tensor:
+    """The cell of `g` at each window's max (the forward's pick, on any tensor like x)."""
+    n, c, h, w = ctx.shape
+    (kh, kw), (sh, sw) = ctx.kernel, ctx.stride
+    oh, ow, cells = (h - kh) // sh + 1, (w - kw) // sw + 1, kh * kw
+    where = ctx.stats.detach()[n * c * oh * ow :].view(n, c, 1, oh, ow)
+    offsets = [a * w + b for a in range(kh) for b in range(kw)]  # window cell order
+    each = tensor(offsets, dtype=where.dtype, device=where.device).view(1, 1, cells, 1, 1)
+    picked = (where == each).to(g.dtype)
+    windows = unfold(g, ctx.kernel, ctx.stride, (0, 0)).reshape(n, c, cells, oh, ow)
+    gathered: Tensor = (windows * picked).sum(2)
+    return gathered
 
 
 def avg_pool(
@@ -275,7 +282,7 @@ def avg_pool(
         out = sums / divisor_override
     else:
         counts = windows.counts(count_include_pad).astype(x.dtype.numpy)
-        out = sums / x._new(x.backend.from_numpy(counts))
+        out = sums / kernel_api.wrap(x.backend.from_numpy(counts), x)
     return out if batched else out.squeeze(0)
 
 
@@ -287,7 +294,7 @@ def _adaptive_sizes(name: str, x: Tensor, nd: int, output_size: Any) -> tuple[in
     out = tuple(n if o is None else int(o) for n, o in zip(x.shape[2:], sizes, strict=True))
     if min(out) < 0 or min(x.shape[2:]) < 1:
         raise RuntimeError(
-            f"{name}: output size {out} and input of shape {x.shape} need non-empty dims"
+            f"{name}: output size {out} and input of shape {tuple(x.shape)} need non-empty dims"
         )
     return out
 
@@ -307,7 +314,7 @@ def adaptive_avg_pool(nd: int, input: Tensor, output_size: Any) -> Tensor:  # no
         weights = np.zeros((n, o), dtype=x.dtype.numpy)
         for j, (start, stop) in enumerate(_bounds(n, o)):
             weights[start:stop, j] = 1.0 / (stop - start)
-        matrix = x._new(x.backend.from_numpy(weights))
+        matrix = kernel_api.wrap(x.backend.from_numpy(weights), x)
         x = (x.transpose(dim, -1) @ matrix).transpose(dim, -1)
     return x if batched else x.squeeze(0)
 

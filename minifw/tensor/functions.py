@@ -1,22 +1,26 @@
 """Autograd Functions on tensors: each op's forward and backward, side by side.
 
-Functions act only through their inputs' methods (`_map`, `_zip`, `_reduce`, views,
-arithmetic), so this file never imports `tensor.py`. `Function.apply` runs forward
-without recording, then attaches a `History` to the output if any input needs a
-gradient. Backward returns one gradient per forward argument (None for plain values);
-`sum_to_shape` then folds each back to its input's shape, the one place where
-gradients of broadcast operands are un-broadcast. Layout Functions (view, permute,
-indexing, cat, where) and reductions (sum, max) follow the arithmetic ones.
+Forwards act only through their inputs' methods (`_map`, `_zip`, `_reduce`, views),
+so this file never imports `tensor.py`. Backwards are written in tensor operations
+(`grad * b`): run under no_grad they launch plain kernels, and under `create_graph`
+they are recorded, so gradients can be differentiated again. `Function.apply` runs
+forward without recording, then attaches a `History` to the output if any input
+needs a gradient. Backward returns one gradient per forward argument (None for plain
+values); `sum_to_shape` then folds each back to its input's shape, the one place
+where gradients of broadcast operands are un-broadcast. Layout Functions (view,
+permute, indexing, cat, where) and reductions (sum, max) follow the arithmetic ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import weakref
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from minifw.core import hooks
 from minifw.core import operators as ops
-from minifw.core.autodiff import Context, History, _grad_mode, no_grad
+from minifw.core.autodiff import Context, History, _grad_mode, enable_grad
 from minifw.core.hooks import anyone_listening
 from minifw.core.tensor_data import index_view
 
@@ -29,6 +33,32 @@ def is_tensor(value: Any) -> bool:
     return getattr(value, "_is_minifw_tensor", False) is True
 
 
+def view_history(t: Tensor) -> History | None:
+    """The history of `t`, a view, first replayed on its source if that changed in place.
+
+    A view shares its source's cells, so an in-place op on the source changes the view
+    too: as in PyTorch, the view's gradient then flows through the source's new
+    history (the view op is applied again to the source as it is now). Uses of the
+    view made before keep the old history (`_retire_history`).
+    """
+    history = t.history
+    if history is None or not isinstance(history.ctx, FunctionCtx):
+        return history
+    seen = history.ctx.input_histories
+    args = history.inputs
+    for i, source in enumerate(args):
+        if is_tensor(source) and source._data.version is t._data.version and i < len(seen):
+            now = source.history if source._base is None else view_history(source)
+            if now is seen[i]:
+                return history
+            t._retire_history()
+            with enable_grad():
+                fresh = history.last_fn.apply(*args)
+            t._attach(fresh.history)
+            return fresh.history  # type: ignore[no-any-return]
+    return history
+
+
 class FunctionCtx(Context):
     """The `ctx` of a Function: saved tensors plus which inputs need a gradient.
 
@@ -36,15 +66,18 @@ class FunctionCtx(Context):
     backward, reading it raises PyTorch's error instead of giving a wrong gradient.
     `input_histories` records each input's history when the op ran, so a later
     in-place op on an input cannot redirect this node to the input's new history.
+    A Function may save its own output (softmax does): the ctx then holds it weakly,
+    since the output holds the ctx through its history.
     """
 
-    __slots__ = ("needs_input_grad", "input_histories", "_versions", "__dict__")
+    __slots__ = ("needs_input_grad", "input_histories", "_versions", "_output", "__dict__")
 
     def __init__(self) -> None:
         super().__init__()
         self.needs_input_grad: tuple[bool, ...] = ()
         self.input_histories: tuple[History | None, ...] = ()
         self._versions: tuple[int, ...] = ()
+        self._output: tuple[int, weakref.ref[Any]] | None = None
 
     if TYPE_CHECKING:  # Functions keep plain values on ctx too (ctx.dim = ...)
 
@@ -57,17 +90,28 @@ class FunctionCtx(Context):
         self.saved_values = values
         self._versions = tuple(getattr(v, "_version", 0) for v in values)
 
+    def hold_output_weakly(self, out: Any) -> None:
+        """If `out` (the recorded output) is among the saved values, keep it by weak reference."""
+        for i, value in enumerate(self.saved_values):
+            if value is out:
+                self._output = (i, weakref.ref(out))
+                self.saved_values = self.saved_values[:i] + (None,) + self.saved_values[i + 1 :]
+                return
+
     @property
     def saved_tensors(self) -> tuple[Tensor, ...]:
         """The saved tensors; raises if the graph was freed or one was modified in place."""
         self.check_alive()
         values = self.saved_values
+        if self._output is not None:  # the output: alive, as the graph being run holds it
+            at, ref = self._output
+            values = values[:at] + (ref(),) + values[at + 1 :]
         for i, (value, version) in enumerate(zip(values, self._versions, strict=True)):
             if getattr(value, "_version", 0) != version:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified "
-                    f"by an inplace operation: saved tensor {i} of shape {value.shape} is at "
-                    f"version {value._version}; expected version {version} instead."
+                    f"by an inplace operation: saved tensor {i} of shape {tuple(value.shape)} is "
+                    f"at version {value._version}; expected version {version} instead."
                 )
         return values
 
@@ -76,22 +120,24 @@ class Function:
     """An operation with a forward and a backward; subclasses define both.
 
     Subclass with static `forward(ctx, *args)` and `backward(ctx, grad_output)` and
-    call `.apply(*args)`, as with `torch.autograd.Function`.
+    call `.apply(*args)`, as with `torch.autograd.Function`. Backward is written in
+    tensor operations (`grad * b`, `Where.apply(...)`): the engine runs it under the
+    grad mode of the pass, so the same code runs plain kernels for an ordinary
+    backward and records a graph, which can be differentiated again, under
+    `create_graph=True`.
 
     `fresh_grads = True` promises that backward returns only tensors it computed with
     its own launches, the incoming gradient, or views of that gradient, of the inputs
     or of saved tensors, and keeps no reference to them: a leaf may then keep a fresh
     gradient as its `.grad` uncopied (see `tensor_autograd.owned_gradients`).
 
-    `backward_graph(ctx, grad)`, when a Function has one, is its backward written so
-    that it can be differentiated again: the engine calls it instead of `backward` under
-    `create_graph=True`, with grad mode on (`ctx.graph_inputs` then holds the inputs).
-    minifw's own Functions without one refuse `create_graph`; a user's Function (defined
-    outside minifw) has its `backward` run with grad mode on, as in PyTorch.
+    `once_differentiable = True` marks a backward that cannot be recorded (it runs its
+    own backward pass, say): `create_graph=True` through it raises instead of giving a
+    silently constant gradient.
     """
 
     fresh_grads: bool = False
-    backward_graph: Any = None
+    once_differentiable: bool = False
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any) -> Any:
@@ -106,20 +152,25 @@ class Function:
     @classmethod
     def apply(cls, *args: Any) -> Tensor:
         """Run forward; record the op for autograd when an input requires grad."""
-        needs: list[bool] = []
-        histories: list[History | None] = []
-        for a in args:
-            if getattr(a, "_is_minifw_tensor", False) is True:
-                history = a.history
-                needs.append(history is not None or a._requires_grad)
-                histories.append(history)
-            else:
-                needs.append(False)
-                histories.append(None)
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(needs)
-        ctx.input_histories = tuple(histories)
         mode = _grad_mode.enabled
+        recording = False
+        if mode:
+            needs: list[bool] = []
+            histories: list[History | None] = []
+            for a in args:
+                if getattr(a, "_is_minifw_tensor", False) is True:
+                    history = a.history if a._base is None else view_history(a)
+                    needs.append(history is not None or a._requires_grad)
+                    histories.append(history)
+                else:
+                    needs.append(False)
+                    histories.append(None)
+            ctx.needs_input_grad = tuple(needs)
+            ctx.input_histories = tuple(histories)
+            recording = True in needs
+        else:  # nothing is recorded, so no input needs a gradient here
+            ctx.needs_input_grad = (False,) * len(args)
         _grad_mode.enabled = False
         try:
             if anyone_listening[0]:  # a tool watches (core/hooks.py): tell it which Function
@@ -136,38 +187,48 @@ class Function:
             if out is a:
                 out = out._alias()  # never rewrite an input's own history
                 break
-        if mode and True in needs:
+        if recording:
             out._attach(History(cls, ctx, args))
+            if ctx.saved_values:
+                ctx.hold_output_weakly(out)
         return out  # type: ignore[no-any-return]
 
     @classmethod
     def chain_rule(
         cls, ctx: FunctionCtx, inputs: Sequence[Any], grad: Tensor
     ) -> list[tuple[Any, Tensor]]:
-        """Pair each input that requires grad with its gradient, shaped like the input."""
+        """Pair each input that requires grad with its gradient, shaped like the input.
+
+        Backward runs under the caller's grad mode: recorded under `create_graph`.
+        """
         ctx.check_alive()
-        with no_grad():
-            if anyone_listening[0]:
-                grads = hooks.run_function(cls.__name__, "backward", cls.backward, ctx, grad)
-            else:
-                grads = cls.backward(ctx, grad)
-            if not isinstance(grads, tuple):
-                grads = (grads,)
-            if len(grads) != len(inputs):
-                raise RuntimeError(
-                    f"function {cls.__name__}Backward returned an incorrect number of "
-                    f"gradients (expected {len(inputs)}, got {len(grads)})"
-                )
-            pairs = []
-            for i, (value, g) in enumerate(zip(inputs, grads, strict=True)):
-                if g is None or not is_tensor(value) or not value.requires_grad:
-                    continue
-                if not is_tensor(g):
-                    raise TypeError(f"{cls.__name__}.backward must return Tensors or None")
-                if g.shape != value.shape:
-                    _check_grad_shape(cls.__name__, i, g.shape, value.shape)
-                    g = sum_to_shape(g, value.shape)
-                pairs.append((value, g if g.dtype is value.dtype else g.to(value.dtype)))
+        if cls.once_differentiable and _grad_mode.enabled:
+            name = getattr(cls, "node_name", cls.__name__)
+            raise RuntimeError(
+                f"{name}Backward does not support create_graph=True: its backward cannot be "
+                f"recorded, so the gradient of '{name}' cannot be differentiated again"
+            )
+        if anyone_listening[0]:
+            grads = hooks.run_function(cls.__name__, "backward", cls.backward, ctx, grad)
+        else:
+            grads = cls.backward(ctx, grad)
+        if not isinstance(grads, tuple):
+            grads = (grads,)
+        if len(grads) != len(inputs):
+            raise RuntimeError(
+                f"function {cls.__name__}Backward returned an incorrect number of "
+                f"gradients (expected {len(inputs)}, got {len(grads)})"
+            )
+        pairs = []
+        for i, (value, g) in enumerate(zip(inputs, grads, strict=True)):
+            if g is None or not is_tensor(value) or not value.requires_grad:
+                continue
+            if not is_tensor(g):
+                raise TypeError(f"{cls.__name__}.backward must return Tensors or None")
+            if g.shape != value.shape:
+                _check_grad_shape(cls.__name__, i, g.shape, value.shape)
+                g = sum_to_shape(g, value.shape)
+            pairs.append((value, g if g.dtype is value.dtype else g.to(value.dtype)))
         return pairs
 
 
@@ -227,25 +288,118 @@ class Elementwise(Function):
     # BEGIN TASK 2.4
     @classmethod
     def backward(cls, ctx: FunctionCtx, grad: Tensor) -> Tensor:  # type: ignore[override]
-        """Return grad * f'(a): one zip of `cls.back` (the op's derivative) over a and grad."""
+        """Return grad * f'(a): the op's rule `cls.gradient(a, grad)`, made of tensor ops."""
         (a,) = ctx.saved_tensors
-        return a._zip(cls.back, grad)
+        return cls.gradient(a, grad)
 
     # END TASK 2.4
 
-    @classmethod
-    def backward_graph(cls, ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        """The same grad * f'(a), recorded as a node that can be differentiated again."""
-        from minifw.tensor.higher_order import ElementwiseBackward
+    @staticmethod
+    def gradient(a: Tensor, grad: Tensor) -> Tensor:
+        """Return grad * f'(a) in tensor operations (each subclass has its op's rule)."""
+        raise NotImplementedError("an Elementwise Function needs its op's gradient rule")
 
+
+class KernelGradient(Function):
+    """grad * f'(a) in one launch of the op table's derivative kernel `back`.
+
+    For the ops whose derivative is constant almost everywhere (relu, abs, sign, floor,
+    ...): the result is linear in grad, and its derivative in `a` is zero, so its own
+    backward is this node again.
+    """
+
+    fresh_grads = True
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: FunctionCtx, a: Tensor, grad: Tensor, back: int
+    ) -> Tensor:
+        """One zip of `back` over a and grad."""
+        ctx.save_for_backward(a)
+        ctx.back = back
+        return a._zip(back, grad)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, gg: Tensor) -> tuple[None, Tensor, None]:
+        """Nothing for a (f'' is 0 almost everywhere); back(a, gg) for grad."""
         (a,) = ctx.saved_tensors
-        return ElementwiseBackward.apply(a, grad, cls)
+        return None, KernelGradient.apply(a, gg, ctx.back), None
+
+
+def _unary(name: str, a: Tensor) -> Tensor:
+    """The differentiable unary op `name` of the op table applied to `a`."""
+    return ELEMENTWISE[ops.CODES[name]].apply(a)
+
+
+def _sigmoid_gradient(a: Tensor, g: Tensor) -> Tensor:
+    s = _unary("sigmoid", a)
+    return g * (s * (1.0 - s))
+
+
+def _tanh_gradient(a: Tensor, g: Tensor) -> Tensor:
+    t = _unary("tanh", a)
+    return g * (1.0 - t * t)
+
+
+def _tan_gradient(a: Tensor, g: Tensor) -> Tensor:
+    t = _unary("tan", a)
+    return g * (1.0 + t * t)
+
+
+_LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
+
+Rule = Callable[[Any, Any], Any]
+
+# grad * f'(a) in tensor operations, by op name, for every differentiable unary row of the
+# op table: recorded under create_graph, so second (and higher) derivatives follow. None:
+# f' is constant almost everywhere, and the row's derivative kernel serves (KernelGradient).
+GRADIENTS: dict[str, Rule | None] = {
+    "exp": lambda a, g: g * _unary("exp", a),
+    "log": lambda a, g: g / a,
+    "sigmoid": _sigmoid_gradient,
+    "relu": None,
+    "tanh": _tanh_gradient,
+    "inv": lambda a, g: -g / (a * a),
+    "sqrt": lambda a, g: g / (2.0 * _unary("sqrt", a)),
+    "abs": None,
+    "sin": lambda a, g: g * _unary("cos", a),
+    "cos": lambda a, g: -g * _unary("sin", a),
+    "tan": _tan_gradient,
+    "asin": lambda a, g: g * _unary("rsqrt", 1.0 - a * a),
+    "acos": lambda a, g: -g * _unary("rsqrt", 1.0 - a * a),
+    "atan": lambda a, g: g / (1.0 + a * a),
+    "sinh": lambda a, g: g * _unary("cosh", a),
+    "cosh": lambda a, g: g * _unary("sinh", a),
+    "log1p": lambda a, g: g / (1.0 + a),
+    "expm1": lambda a, g: g * _unary("exp", a),
+    "log2": lambda a, g: g / (a * _LN2),
+    "log10": lambda a, g: g / (a * _LN10),
+    "exp2": lambda a, g: g * (_unary("exp2", a) * _LN2),
+    "rsqrt": lambda a, g: g * (-0.5 * _unary("rsqrt", a) / a),
+    "square": lambda a, g: g * (2.0 * a),
+    "erf": lambda a, g: g * (_TWO_OVER_SQRT_PI * _unary("exp", -(a * a))),
+    "sign": None,
+    "floor": None,
+    "ceil": None,
+    "round": None,
+    "trunc": None,
+    "frac": None,
+}
+
+
+def _kernel_rule(back: int) -> Rule:
+    def rule(a: Any, g: Any) -> Any:
+        return KernelGradient.apply(a, g, back)
+
+    return rule
 
 
 def _elementwise_function(row: ops.OpRow) -> type[Elementwise]:
     """The Elementwise Function of one differentiable unary row, named `row.title`."""
-    doc = f"{row.name}(a) cell by cell; its gradient is {row.back}(a, grad)."
-    attributes = {"op": row.code, "back": ops.CODES[str(row.back)], "__doc__": doc}
+    back = ops.DERIVATIVES[row.code]
+    rule = GRADIENTS.get(row.name) or _kernel_rule(back)  # none: the row's derivative kernel
+    doc = f"{row.name}(a) cell by cell; its gradient is {ops.BINARY_NAMES[back]}(a, grad)."
+    attributes = {"op": row.code, "back": back, "gradient": staticmethod(rule), "__doc__": doc}
     function = type(row.title, (Elementwise,), attributes)
     function.__module__ = __name__
     return function
@@ -282,14 +436,9 @@ class Neg(Function):
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
         """Return -grad."""
-        return grad._map(ops.NEG)
+        return -grad
 
     # END TASK 2.4
-
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        """-grad, recorded."""
-        return -grad
 
 
 class Add(Function):
@@ -313,8 +462,6 @@ class Add(Function):
 
     # END TASK 2.4
 
-    backward_graph = backward  # already made of differentiable steps
-
 
 class Sub(Function):
     """a - b (broadcasting)."""
@@ -333,14 +480,9 @@ class Sub(Function):
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, Tensor]:
         """Return (grad, -grad)."""
-        return grad, grad._map(ops.NEG)
+        return grad, -grad
 
     # END TASK 2.4
-
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, Tensor]:
-        """(grad, -grad), recorded."""
-        return grad, -grad
 
 
 class Mul(Function):
@@ -364,17 +506,11 @@ class Mul(Function):
         """Return grad * b and grad * a."""
         a, b = ctx.saved_tensors
         return (
-            grad._zip(ops.MUL, b) if b is not None else None,
-            grad._zip(ops.MUL, a) if a is not None else None,
+            grad * b if b is not None else None,
+            grad * a if a is not None else None,
         )
 
     # END TASK 2.4
-
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        """(grad * b, grad * a), recorded."""
-        a, b = ctx.saved_tensors
-        return (grad * b if b is not None else None, grad * a if a is not None else None)
 
 
 class Div(Function):
@@ -397,18 +533,11 @@ class Div(Function):
         """Return grad / b and -grad * a / b^2."""
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        grad_a = grad._zip(ops.DIV, b) if need_a else None
+        grad_a = grad / b if need_a else None
         grad_b = -(grad * a) / (b * b) if need_b else None
         return grad_a, grad_b
 
     # END TASK 2.4
-
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        """(grad / b, -grad * a / b^2), recorded."""
-        a, b = ctx.saved_tensors
-        need_a, need_b = ctx.needs_input_grad
-        return (grad / b if need_a else None, -(grad * a) / (b * b) if need_b else None)
 
 
 class Pow(Function):
@@ -441,8 +570,6 @@ class Pow(Function):
 
     # END TASK 2.4
 
-    backward_graph = backward  # already made of differentiable steps
-
 
 class PowTensor(Function):
     """a ** b for two tensors (broadcasting), with a gradient for each side."""
@@ -467,15 +594,11 @@ class PowTensor(Function):
         zero = grad._scalar_like(0)
         grad_a = grad_b = None
         if need_a:
-            exponent_zero = b.detach()._zip(ops.EQ, zero)
-            grad_a = Where.apply(exponent_zero, zero, grad * (b * a ** (b - 1)))
+            grad_a = Where.apply(b.detach() == 0, zero, grad * (b * a ** (b - 1)))
         if need_b:
-            base, exponent = a.detach(), b.detach()
-            flat = base._zip(ops.EQ, zero)._zip(ops.MUL, exponent._zip(ops.GE, zero))
+            flat = (a.detach() == 0) & (b.detach() >= 0)
             grad_b = Where.apply(flat, zero, grad * (a**b * a.log()))
         return grad_a, grad_b
-
-    backward_graph = backward  # made of differentiable steps (the masks are constant)
 
 
 class MatMul(Function):
@@ -521,7 +644,32 @@ class MatMul(Function):
 
     # END TASK 2.4
 
-    backward_graph = backward  # already made of differentiable steps
+
+class Adjoint(Function):
+    """The backward of an op linear in its input, as a node that can be differentiated.
+
+    `kernel(grad)` computes the backward (raw launches: one fused kernel, a scatter);
+    `again(gg)` applies the op itself, which is the backward of that backward: the
+    adjoint of a linear map's adjoint is the map.
+    """
+
+    fresh_grads = True
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: FunctionCtx,
+        grad: Tensor,
+        kernel: Callable[[Tensor], Tensor],
+        again: Callable[[Tensor], Tensor],
+    ) -> Tensor:
+        """The op's backward applied to grad."""
+        ctx.again = again
+        return kernel(grad)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, gg: Tensor) -> tuple[Tensor, None, None]:
+        """The op applied to gg."""
+        return ctx.again(gg), None, None
 
 
 # ---- Views and copies ----------------------------------------------------------------------
@@ -543,7 +691,7 @@ class View(Function):
         view = a._data.view(shape)
         if view is None:
             raise RuntimeError(
-                f"{VIEW_ERROR} (input shape {a.shape}, strides {a.stride()}, "
+                f"{VIEW_ERROR} (input shape {tuple(a.shape)}, strides {a.stride()}, "
                 f"requested shape {shape})"
             )
         return a._view_of(view)
@@ -552,8 +700,6 @@ class View(Function):
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
         """Grad reshaped back."""
         return grad.reshape(ctx.shape), None
-
-    backward_graph = backward  # already made of differentiable steps
 
 
 class Permute(Function):
@@ -576,8 +722,6 @@ class Permute(Function):
 
     # END TASK 2.4
 
-    backward_graph = backward  # already made of differentiable steps
-
 
 class Expand(Function):
     """Size-1 dims repeated by stride 0 (no copy)."""
@@ -592,8 +736,6 @@ class Expand(Function):
         """grad, summed back to the input's shape by `chain_rule`."""
         return grad, None
 
-    backward_graph = backward  # already made of differentiable steps
-
 
 class Index(Function):
     """a[key] for ints, slices, None and Ellipsis (a view)."""
@@ -606,20 +748,10 @@ class Index(Function):
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
-        """Grad written into the indexed cells of zeros."""
+        """Grad written into the indexed cells of zeros (its own gradient: grad[key])."""
         out = grad._zeros(ctx.shape)
-        out.backend.copy_into(index_view(out._data, ctx.key), grad._data)
+        out[ctx.key] = grad
         return out, None
-
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
-        """The same scatter into zeros, recorded; its own gradient is grad[key] again."""
-        from minifw.tensor.higher_order import LinearBackward
-
-        def again(g: Tensor) -> Tensor:
-            return Index.apply(g, ctx.key)
-
-        return LinearBackward.apply(grad, Index.backward, ctx, again), None
 
 
 class Copy(Function):
@@ -635,8 +767,6 @@ class Copy(Function):
         """Grad unchanged."""
         return grad
 
-    backward_graph = backward  # already made of differentiable steps
-
 
 class Cast(Function):
     """a converted to another dtype or backend/device."""
@@ -650,11 +780,6 @@ class Cast(Function):
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
         """Grad converted back."""
-        return grad._convert(ctx.dtype, ctx.backend), None, None
-
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
-        """Grad converted back, recorded."""
         return Cast.apply(grad, ctx.dtype, ctx.backend), None, None
 
 
@@ -682,18 +807,9 @@ class Cat(Function):
         grads: list[Any] = [None]
         start = 0
         for size in ctx.sizes:
-            grads.append(grad._new(grad._data.narrow(ctx.dim, slice(start, start + size))))
-            start += size
-        return tuple(grads)
-
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Any, ...]:
-        """Each input's slice of grad, as recorded indexing."""
-        grads: list[Any] = [None]
-        start = 0
-        for size in ctx.sizes:
-            key = (slice(None),) * ctx.dim + (slice(start, start + size),)
-            grads.append(Index.apply(grad, key))
+            grads.append(
+                Index.apply(grad, (slice(None),) * ctx.dim + (slice(start, start + size),))
+            )
             start += size
         return tuple(grads)
 
@@ -714,16 +830,9 @@ class Where(Function):
         """Return (None, grad where cond holds else 0, 0 where cond holds else grad)."""
         (mask,) = ctx.saved_tensors
         zero = grad._scalar_like(0)
-        return None, grad._select_where(mask, zero), zero._select_where(mask, grad)
+        return None, Where.apply(mask, grad, zero), Where.apply(mask, zero, grad)
 
     # END TASK 2.4
-
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[None, Tensor, Tensor]:
-        """The same split of grad, as recorded `where`s."""
-        (mask,) = ctx.saved_tensors
-        zero = grad._scalar_like(0)
-        return None, Where.apply(mask, grad, zero), Where.apply(mask, zero, grad)
 
 
 # ---- Reductions ----------------------------------------------------------------------------
@@ -765,8 +874,6 @@ class Sum(Function):
 
     # END TASK 2.4
 
-    backward_graph = backward  # already made of differentiable steps
-
 
 class MaxAlong(Function):
     """The values of `a` at `indices` along `dim` (the max), with PyTorch's keepdim."""
@@ -797,8 +904,6 @@ class MaxAlong(Function):
 
     # END TASK 2.4
 
-    backward_graph = backward  # already made of differentiable steps (the one-hot is constant)
-
 
 class MaxAll(Function):
     """The largest value of `a` (0-dim); ties share the gradient evenly, as in PyTorch."""
@@ -816,9 +921,8 @@ class MaxAll(Function):
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
         """Grad / (number of maxima) at each maximum (at each nan if the max is nan)."""
         a, out = ctx.saved_tensors
-        mask = a._zip(ops.EQ, out)
+        values = a.detach()
+        mask = values == out.detach()
         if a.dtype.is_floating_point:  # a nan max: a holds nans, and only they count
-            mask = mask._zip(ops.ADD, a._zip(ops.NE, a))
+            mask = mask | (values != values)
         return mask * (grad / mask.sum())
-
-    backward_graph = backward  # already made of differentiable steps (the mask is constant)

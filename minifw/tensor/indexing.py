@@ -72,7 +72,7 @@ def is_bool_dtype(dtype: Any) -> bool:
 def host_values(t: Tensor, why: str) -> np.ndarray:
     """The cells of `t` as a host array (the storage itself for contiguous CPU tensors)."""
     if anyone_listening[0]:  # values read on the host: tell the tools (mf.compile)
-        hooks.host_read(f"{why} of a tensor of shape {t.shape}")
+        hooks.host_read(f"{why} of a tensor of shape {tuple(t.shape)}")
     return t.backend.to_numpy(t._data)
 
 
@@ -86,7 +86,7 @@ def index_array(item: Any) -> np.ndarray | None:
             return np.asarray(host_values(item, "a bool mask index"), dtype=np.bool_)
         if item.dtype.is_floating_point:
             raise IndexError(
-                f"{BAD_INDEX_DTYPE} (got a {item.dtype} tensor of shape {item.shape})"
+                f"{BAD_INDEX_DTYPE} (got a {item.dtype} tensor of shape {tuple(item.shape)})"
             )
         if item.dim() == 0:
             return None
@@ -128,7 +128,8 @@ def parse_key(t: Tensor, key: Any) -> Key:
     used = sum(_consumed(a, item) for a, item in zip(arrays, items, strict=True))
     if used > t.dim():
         raise IndexError(
-            f"too many indices for tensor of dimension {t.dim()} (got {used} for shape {t.shape})"
+            f"too many indices for tensor of dimension {t.dim()} (got {used} for shape "
+            f"{tuple(t.shape)})"
         )
     if sum(item is Ellipsis for item in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -230,8 +231,6 @@ class Take(Function):
         """Grad added into zeros at the cells read (repeated cells accumulate)."""
         return AddAt.apply(grad, ctx.key, ctx.shape), None
 
-    backward_graph = backward  # made of Functions: differentiable again (create_graph)
-
 
 class AddAt(Function):
     """Zeros of `shape` with `g` added at the cells a `Key` names (a scatter-add)."""
@@ -253,8 +252,6 @@ class AddAt(Function):
         """The cells the forward added to."""
         return Take.apply(grad, ctx.key), None, None
 
-    backward_graph = backward
-
 
 class IndexPut(Function):
     """A copy of `a` with `v` written (or added, `accumulate`) at the cells of a `Key`."""
@@ -273,8 +270,6 @@ class IndexPut(Function):
         key = ctx.key
         kept = grad if ctx.accumulate else IndexPut.apply(grad, key, grad._zeros(()), False)
         return kept, None, Take.apply(grad, key), None
-
-    backward_graph = backward
 
 
 def write_host(out: np.ndarray, key: Key, values: np.ndarray, accumulate: bool) -> None:
@@ -430,7 +425,7 @@ def _check_along(
     if index.dim() != t.dim() and not (index.dim() <= 1 and t.dim() <= 1):
         raise RuntimeError(
             f"{name}(): Index tensor must have the same number of dimensions as input tensor "
-            f"(index shape {index.shape}, input shape {t.shape})"
+            f"(index shape {tuple(index.shape)}, input shape {tuple(t.shape)})"
         )
     for d in range(index.dim()):
         too_big = d != dim and index.shape[d] > t.shape[d]
@@ -508,7 +503,10 @@ def _dim_index(
     """The dim (normalised) and the checked positions of a 1-D `index` along it."""
     index = _index_tensor(index, name)
     if index.dim() > 1:
-        raise IndexError(f"{name}(): Index is supposed to be a vector (got shape {index.shape})")
+        raise IndexError(
+            f"{name}(): Index is supposed to be a vector (got shape "
+            f"{tuple(index.shape)})"
+        )
     d = normalize_dim(dim, t.dim())
     size = t.shape[d] if t.dim() else 1
     positions = host_values(index, name).reshape(-1)

@@ -17,7 +17,14 @@ import numpy as np
 from minifw.core import hooks
 from minifw.core import operators as ops
 from minifw.core.hooks import anyone_listening
-from minifw.tensor.functions import Function, FunctionCtx, Where, elementwise, is_tensor
+from minifw.tensor.functions import (
+    Function,
+    FunctionCtx,
+    PowTensor,
+    Where,
+    elementwise,
+    is_tensor,
+)
 
 if TYPE_CHECKING:
     from minifw.tensor.tensor import Tensor
@@ -42,7 +49,7 @@ def rounding_unary(t: Tensor, op: int) -> Tensor:
     """Floor, ceil, round or trunc: a copy for integer tensors, whose values are integral."""
     if not t.dtype.is_floating_point:  # an exact copy (compiled int64 copies pass float64)
         if anyone_listening[0]:
-            hooks.host_read(f"an int64 copy of a tensor of shape {t.shape}")
+            hooks.host_read(f"an int64 copy of a tensor of shape {tuple(t.shape)}")
         host = np.array(t.backend.to_numpy(t._data), copy=True)
         return t._new(t.backend.from_numpy(host))
     return elementwise(op, t)
@@ -65,6 +72,37 @@ def round_to(t: Tensor, decimals: int = 0) -> Tensor:
     return rounding_unary(t * scale, ops.ROUND) / scale
 
 
+# ---- Powers with tensor exponents -------------------------------------------------------
+
+
+def tensor_power(base: Tensor, exponent: Tensor) -> Tensor:
+    """The power base ** exponent for two tensors (broadcasting), differentiable in both.
+
+    Integer operands stay integer (computed exactly on the host, as `Tensor._int_pow`);
+    otherwise both are promoted as for `+` and one POW zip computes the result.
+    """
+    a, b = base._pair(exponent)
+    if a.dtype.is_floating_point:
+        return PowTensor.apply(a, b)
+    if a.dtype.name == "bool":
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    return a._int_pow(b)
+
+
+def number_power(base: Any, exponent: Tensor) -> Tensor:
+    """The power number ** tensor, as PyTorch: any real base (negative and zero included).
+
+    The base is a constant; the exponent gets the gradient base^e * log(base) (0 where
+    the base is 0 and e >= 0, nan for a negative base).
+    """
+    numpy_number = type(base).__module__ == "numpy" and getattr(base, "ndim", None) == 0
+    if not isinstance(base, bool | int | float) and not numpy_number:
+        raise TypeError(
+            f"unsupported operand type(s) for ** or pow(): '{type(base).__name__}' and 'Tensor'"
+        )
+    return tensor_power(exponent._operand(base), exponent)
+
+
 # ---- Binary ops with their own gradient rules ---------------------------------------------
 
 
@@ -84,8 +122,6 @@ class Atan2(Function):
         scale = grad / (a * a + b * b)
         return scale * b, -scale * a
 
-    backward_graph = backward  # already made of differentiable steps
-
 
 class Maximum(Function):
     """maximum(a, b) cell by cell (nan if either is nan); ties share the gradient."""
@@ -104,8 +140,6 @@ class Maximum(Function):
         """Return grad times each side's share: 1 where it is picked, 1/2 on ties, else 0."""
         share_a, share_b = ctx.saved_tensors
         return grad * share_a, grad * share_b
-
-    backward_graph = backward  # already made of differentiable steps
 
 
 class Minimum(Maximum):
@@ -147,8 +181,6 @@ class Remainder(Function):
         (quotient,) = ctx.saved_tensors
         return grad, -grad * quotient
 
-    backward_graph = backward  # already made of differentiable steps
-
 
 class Fmod(Remainder):
     """a - trunc(a / b) * b (the sign of a), for floats; C's fmod."""
@@ -177,8 +209,6 @@ class RoundedDiv(Function):
         zero = grad._zeros(grad.shape)
         return zero, zero, None
 
-    backward_graph = backward  # already made of differentiable steps
-
 
 class Clamp(Function):
     """x limited to [lo, hi] cell by cell (either bound may be None; hi wins if lo > hi)."""
@@ -200,8 +230,6 @@ class Clamp(Function):
         """Return grad where x is inside the bounds, and to each bound where it holds."""
         masks = ctx.saved_tensors
         return tuple(None if mask is None else grad * mask for mask in masks)
-
-    backward_graph = backward  # already made of differentiable steps
 
 
 def _clamp_masks(x: Tensor, lo: Tensor | None, hi: Tensor | None) -> list[Tensor | None]:
@@ -293,7 +321,7 @@ def _host_division(a: Tensor, b: Tensor, kind: str) -> Tensor:
     if np.any(y == 0):
         raise RuntimeError("ZeroDivisionError")
     if anyone_listening[0]:  # values computed on the host: tell the tools (mf.compile)
-        hooks.host_read(f"int64 {kind} of tensors of shapes {a.shape} and {b.shape}")
+        hooks.host_read(f"int64 {kind} of tensors of shapes {tuple(a.shape)} and {tuple(b.shape)}")
     with np.errstate(over="ignore"):
         if kind == "remainder":
             result = np.remainder(x, y)

@@ -112,8 +112,6 @@ class Prod(Function):
         (a,) = ctx.saved_tensors
         return grad * products_of_others(a, ctx.dim), None
 
-    backward_graph = backward  # made of differentiable steps (scans, cat, mul)
-
 
 def prod(t: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """The product of all cells, or along one `dim` (bool and int64 give int64)."""
@@ -152,13 +150,12 @@ class AMax(Function):
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
         """Grad / (number of extremes) at each extreme (at each nan if the result is nan)."""
         a, kept = ctx.saved_tensors
-        hits = a._zip(ops.EQ, kept)
+        values = a.detach()
+        hits = values == kept.detach()
         if a.dtype.is_floating_point:
-            hits = hits._zip(ops.ADD, a._zip(ops.NE, a))
+            hits = hits | (values != values)
         count = hits.sum(ctx.dims, keepdim=True)
         return hits * (grad.reshape(kept.shape) / count), None, None, None
-
-    backward_graph = backward  # differentiable in grad; the mask of extremes is constant
 
 
 def _extreme_dims(t: Tensor, dim: Any, name: str) -> tuple[int, ...]:
@@ -167,7 +164,7 @@ def _extreme_dims(t: Tensor, dim: Any, name: str) -> tuple[int, ...]:
         if t.shape[d] == 0:
             raise IndexError(
                 f"{name}(): Expected reduction dim {d} to have non-zero size. (input shape "
-                f"{t.shape})"
+                f"{tuple(t.shape)})"
             )
     return dims
 
@@ -238,7 +235,7 @@ def vector_norm(
     if not t.dtype.is_floating_point:
         raise RuntimeError(
             f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-            f"{t.dtype} (shape {t.shape})"
+            f"{t.dtype} (shape {tuple(t.shape)})"
         )
     x = t if dtype is None else t.to(dtypes.as_dtype(dtype))
     p = float(ord)
@@ -298,7 +295,7 @@ def var(
     if not t.dtype.is_floating_point:
         raise RuntimeError(
             f"std and var only support floating point and complex dtypes (got {t.dtype}, "
-            f"shape {t.shape})"
+            f"shape {tuple(t.shape)})"
         )
     dims = reduce_dims(dim, t.dim())
     count = numel_of([t.shape[d] for d in dims])

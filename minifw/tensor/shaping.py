@@ -262,8 +262,6 @@ class Flip(_Function):
         """The gradient flipped back."""
         return Flip.apply(grad, ctx.dims), None
 
-    backward_graph = backward  # Functions applied again: differentiable
-
 
 def flip(t: Tensor, *dims: Any) -> Tensor:
     """A copy with the order of the cells reversed along `dims`."""
@@ -273,7 +271,7 @@ def flip(t: Tensor, *dims: Any) -> Tensor:
 def fliplr(t: Tensor) -> Tensor:
     """Flipped left-right (along dim 1)."""
     if t.dim() < 2:
-        raise RuntimeError(f"Input must be >= 2-d. (got shape {t.shape})")
+        raise RuntimeError(f"Input must be >= 2-d. (got shape {tuple(t.shape)})")
     return flip(t, 1)
 
 
@@ -372,7 +370,7 @@ def _repeat_counts(repeats: Any, size: int, d: int) -> list[int]:
         if repeats.dtype.is_floating_point or repeats.dim() > 1:
             raise RuntimeError(
                 f"repeat_interleave: repeats must be a 0-dim or 1-dim int64 tensor (got "
-                f"{repeats.dtype} of shape {repeats.shape})"
+                f"{repeats.dtype} of shape {tuple(repeats.shape)})"
             )
         values = [int(v) for v in repeats.backend.to_numpy(repeats._data).reshape(-1)]
         if repeats.dim() == 1 and len(values) != 1 and len(values) != size:
@@ -421,8 +419,6 @@ class Diagonal(_Function):
         """Grad written onto the diagonal of zeros."""
         return DiagEmbedInto.apply(grad, ctx.shape, *ctx.where), None, None, None
 
-    backward_graph = backward  # Functions applied again: differentiable
-
 
 class DiagEmbedInto(_Function):
     """Zeros of `shape` with `a` written onto the diagonal (offset, d1, d2)."""
@@ -441,8 +437,6 @@ class DiagEmbedInto(_Function):
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Any, ...]:
         """The diagonal of the gradient."""
         return Diagonal.apply(grad, *ctx.where), None, None, None, None
-
-    backward_graph = backward  # Functions applied again: differentiable
 
 
 def diagonal(t: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
@@ -477,7 +471,7 @@ def diag(t: Tensor, diagonal: int = 0) -> Tensor:
 def _triangle(t: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
     if t.dim() < 2:
         raise RuntimeError(
-            f"{name}: input tensor must have at least 2 dimensions (got shape {t.shape})"
+            f"{name}: input tensor must have at least 2 dimensions (got shape {tuple(t.shape)})"
         )
     rows, cols = t.shape[-2], t.shape[-1]
     keep = np.tri(rows, cols, diagonal, dtype=bool)

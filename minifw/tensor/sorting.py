@@ -51,8 +51,6 @@ class TakeAlong(Function):
         """Each gradient cell put back where its value came from (zeros elsewhere)."""
         return PutAlong.apply(grad, ctx.dim, ctx.index, ctx.shape), None, None
 
-    backward_graph = backward  # PutAlong is itself recorded
-
 
 class PutAlong(Function):
     """Zeros of `shape` with a's cells written at `index` along `dim` (distinct indices)."""
@@ -71,8 +69,6 @@ class PutAlong(Function):
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
         """The gradient read back at the written cells."""
         return TakeAlong.apply(grad, ctx.dim, ctx.index), None, None, None
-
-    backward_graph = backward  # TakeAlong is itself recorded
 
 
 def _stable_argsort(values: np.ndarray, axis: int, descending: bool) -> np.ndarray:
@@ -140,7 +136,7 @@ def topk(
     if not 0 <= int(k) <= size:
         raise RuntimeError(
             f"selected index k out of range (k = {k} for dim {d} of size {size}, input shape "
-            f"{t.shape})"
+            f"{tuple(t.shape)})"
         )
     order = np.take(_order(t, d, largest), np.arange(int(k)), axis=d)
     return _pick(t, d, order)
@@ -153,7 +149,7 @@ def kthvalue(t: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesI
     if not 1 <= int(k) <= size:
         raise RuntimeError(
             f"kthvalue(): selected number k out of range for dimension {d} (k = {k}, size "
-            f"{size}, input shape {t.shape})"
+            f"{size}, input shape {tuple(t.shape)})"
         )
     order = np.take(_order(t, d, False), [int(k) - 1], axis=d)
     values, indices = _pick(t, d, order)

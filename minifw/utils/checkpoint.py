@@ -23,6 +23,8 @@ from minifw.tensor.tensor import Tensor
 class CheckpointFunction(Function):
     """Forward without a graph; backward recomputes `fn` with one and backpropagates."""
 
+    once_differentiable = True  # its backward runs a backward pass of its own
+
     @staticmethod
     def forward(  # type: ignore[override]
         ctx: FunctionCtx, fn: Callable[..., Tensor], n_args: int, *args: Any

@@ -7,6 +7,9 @@ random vector through them, comparing the second-order gradients of every input.
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +22,6 @@ from hypothesis.extra import numpy as hnp
 import minifw as mf
 from minifw.core import operators as ops
 from minifw.tensor import functions
-from minifw.tensor.higher_order import SECOND_DERIVATIVES
 from tests.parity import check_against_torch, torch
 from tests.strategies import ALL_OPS, Domain, broadcastable_shapes, matmul_shapes, shapes
 
@@ -65,10 +67,34 @@ def away_from_ties(values: np.ndarray) -> np.ndarray:
 UNARY_ROWS = [s for s in ALL_OPS if s.arity == 1 and s.code in ops.DERIVATIVES]
 
 
-def test_every_unary_row_with_a_derivative_has_a_second_derivative() -> None:
-    rows = [r.name for r in ops.OP_TABLE.values() if r.arity == 1 and r.back]
-    missing = [name for name in rows if name not in SECOND_DERIVATIVES]
-    assert not missing, f"add these ops to higher_order.SECOND_DERIVATIVES: {missing}"
+def test_every_unary_row_with_a_derivative_has_a_gradient_rule() -> None:
+    rows = [ops.OP_TABLE[code].name for code in ops.DERIVATIVES]
+    missing = [name for name in rows if name not in functions.GRADIENTS]
+    assert not missing, f"add grad * f'(a) for these ops to functions.GRADIENTS: {missing}"
+
+
+@pytest.mark.parametrize("spec", UNARY_ROWS, ids=lambda spec: spec.name)
+def test_second_derivative_is_the_central_difference_of_the_first(spec: Any) -> None:
+    """d/dx of f'(x), through the one engine, against (f'(x + h) - f'(x - h)) / 2h."""
+    (domain,) = spec.domains(for_grad=True)
+    low, high = max(domain.low, -2.0), min(domain.high, 2.0)
+    points = np.linspace(low, high, 7)[1:-1]
+    points = points[np.abs(points) > 0.1]  # 1/x and friends: away from 0
+    if spec.name in ("relu", "abs"):  # off the kink
+        points = np.linspace(0.3, 1.8, 5)
+    if spec.name in ("round", "floor", "ceil", "trunc", "frac", "sign"):  # off the jumps
+        points = np.floor(points) + 0.3
+
+    def first(values: np.ndarray, create_graph: bool = False) -> Any:
+        x = mf.tensor(values, requires_grad=True)
+        (g,) = mf.autograd.grad(spec.fn(x).sum(), x, create_graph=create_graph)
+        return x, g
+
+    x, g = first(points, create_graph=True)
+    (second,) = mf.autograd.grad(g.sum(), x, allow_unused=True, materialize_grads=True)
+    h = 1e-5
+    expected = (first(points + h)[1].numpy() - first(points - h)[1].numpy()) / (2 * h)
+    np.testing.assert_allclose(second.numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_every_unary_row_with_a_derivative_is_checked_here() -> None:
@@ -311,14 +337,36 @@ def test_function_without_recorded_backward_refuses_create_graph(backend: Any) -
     np.testing.assert_allclose(plain.numpy(), [2.0, 4.0])
 
 
-def test_every_function_of_functions_py_has_a_recorded_backward() -> None:
-    base = functions.Function
-    classes = [
-        c for c in vars(functions).values()
-        if isinstance(c, type) and issubclass(c, base) and c is not base
-    ]  # fmt: skip
-    missing = [c.__name__ for c in classes if getattr(c, "backward_graph", None) is None]
-    assert not missing, f"give these Functions a backward_graph: {missing}"
+RAW_LAUNCHES = {"_zip", "_map", "_reduce", "_select_where", "_new", "_convert", "copy_into"}
+RAW_LAUNCHES |= {"launch_fused"}
+
+
+def _functions() -> list[type]:
+    """Every autograd Function class minifw defines (loaded by `import minifw`)."""
+    found, todo = [], [functions.Function]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.startswith("minifw.") and cls is not functions.Function:
+            found.append(cls)
+    return found
+
+
+def test_every_backward_is_written_in_tensor_operations() -> None:
+    """No backward launches kernels itself: under create_graph it would not be recorded."""
+    offenders = []
+    for cls in _functions():
+        source = textwrap.dedent(inspect.getsource(cls.backward))
+        names = {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute)}
+        if names & RAW_LAUNCHES:
+            offenders.append(f"{cls.__module__}.{cls.__name__}: {sorted(names & RAW_LAUNCHES)}")
+    assert len(_functions()) > 40
+    assert not offenders, "backwards with raw launches:\n" + "\n".join(offenders)
+
+
+def test_no_function_has_a_second_backward() -> None:
+    twins = [c.__name__ for c in _functions() if hasattr(c, "backward_graph")]
+    assert not twins, f"one backward per Function: {twins}"
 
 
 def test_first_order_gradient_is_the_same_with_create_graph(backend: Any) -> None:
