@@ -65,6 +65,61 @@ def test_max_and_min_return_x_on_ties(x: float, zero: float) -> None:
     assert scalar_math.max(tied, x) is tied and scalar_math.min(tied, x) is tied
 
 
+# ---- 0.1: each function against Python's math at drawn inputs ----
+
+anything = st.floats(min_value=-50.0, max_value=50.0)
+away_from_zero = st.one_of(st.floats(0.01, 50.0), st.floats(-50.0, -0.01))
+pos = st.floats(min_value=0.01, max_value=50.0)
+# name -> (what the function computes, written with Python's own operators and math,
+#          the strategy of each argument)
+REFERENCE: dict[str, tuple[Callable[..., float], tuple[st.SearchStrategy[float], ...]]] = {
+    "mul": (lambda x, y: x * y, (anything, anything)),
+    "id": (lambda x: x, (anything,)),
+    "add": (lambda x, y: x + y, (anything, anything)),
+    "sub": (lambda x, y: x - y, (anything, anything)),
+    "div": (lambda x, y: x / y, (anything, away_from_zero)),
+    "neg": (lambda x: -x, (anything,)),
+    "lt": (lambda x, y: float(x < y), (anything, anything)),
+    "gt": (lambda x, y: float(x > y), (anything, anything)),
+    "le": (lambda x, y: float(x <= y), (anything, anything)),
+    "ge": (lambda x, y: float(x >= y), (anything, anything)),
+    "eq": (lambda x, y: float(x == y), (anything, anything)),
+    "ne": (lambda x, y: float(x != y), (anything, anything)),
+    "max": (lambda x, y: x if x >= y else y, (anything, anything)),
+    "min": (lambda x, y: x if x <= y else y, (anything, anything)),
+    "is_close": (lambda x, y: float(abs(x - y) < 1e-2), (anything, anything)),
+    "sigmoid": (lambda x: 1.0 / (1.0 + math.exp(-x)), (anything,)),
+    "relu": (lambda x: x if x > 0 else 0.0, (anything,)),
+    "log": (math.log, (pos,)),
+    "exp": (math.exp, (anything,)),
+    "inv": (lambda x: 1.0 / x, (away_from_zero,)),
+    "tanh": (math.tanh, (anything,)),
+    "sqrt": (math.sqrt, (pos,)),
+    "abs": (lambda x: x if x >= 0 else -x, (anything,)),
+    "pow": (lambda x, y: x**y, (st.floats(0.1, 5.0), st.floats(-3.0, 3.0))),
+    "select": (lambda m, y: y if m != 0 else 0.0, (st.sampled_from([0.0, 1.0, -2.0]), anything)),
+    "log_back": (lambda x, d: d / x, (pos, anything)),
+    "inv_back": (lambda x, d: -d / (x * x), (away_from_zero, anything)),
+    "relu_back": (lambda x, d: d if x > 0 else 0.0, (anything, anything)),
+    "sigmoid_back": (
+        lambda x, d: d * math.exp(-x) / (1.0 + math.exp(-x)) ** 2,
+        (anything, anything),
+    ),
+    "exp_back": (lambda x, d: d * math.exp(x), (anything, anything)),
+    "tanh_back": (lambda x, d: d * (1.0 - math.tanh(x) ** 2), (anything, anything)),
+    "sqrt_back": (lambda x, d: d / (2.0 * math.sqrt(x)), (pos, anything)),
+    "abs_back": (lambda x, d: d * ((x > 0) - (x < 0)), (anything, anything)),
+}
+
+
+def check_at_drawn_inputs(name: str, data: st.DataObject) -> None:
+    """The function `name` of scalar_math agrees with its reference at drawn inputs."""
+    reference, domains = REFERENCE[name]
+    args = [data.draw(domain, label=f"{name} argument {i}") for i, domain in enumerate(domains)]
+    got, want = getattr(scalar_math, name)(*args), reference(*args)
+    assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12), (name, args, got, want)
+
+
 # ---- 0.1: the functions on chosen values ----
 
 
@@ -118,12 +173,16 @@ def test_max_and_min_return_x_on_ties(x: float, zero: float) -> None:
         (scalar_math.select, (0.0, 4.0), 0.0),
     ],
 )
-def test_function_values(fn, args, expected) -> None:  # type: ignore[no-untyped-def]
+@given(data=st.data())
+def test_function_values(fn, args, expected, data) -> None:  # type: ignore[no-untyped-def]
     assert close(fn(*args), expected)
+    check_at_drawn_inputs(fn.__name__, data)
 
 
 @pytest.mark.task0_1
-def test_edge_values_follow_numpy_and_pytorch() -> None:
+@given(st.sampled_from(sorted(REFERENCE)), st.data())
+def test_edge_values_follow_numpy_and_pytorch(name: str, data: st.DataObject) -> None:
+    check_at_drawn_inputs(name, data)
     assert sigmoid(1000.0) == 1.0
     assert sigmoid(-1000.0) == 0.0
     assert exp(1000.0) == math.inf
@@ -162,8 +221,10 @@ def test_edge_values_follow_numpy_and_pytorch() -> None:
         (scalar_math.abs_back, 0.0, 3.0, 0.0),
     ],
 )
-def test_backward_values(back, x, d, expected) -> None:  # type: ignore[no-untyped-def]
+@given(data=st.data())
+def test_backward_values(back, x, d, expected, data) -> None:  # type: ignore[no-untyped-def]
     assert close(back(x, d), expected)
+    check_at_drawn_inputs(back.__name__, data)
 
 
 # Task 0.1's rows (the ops students write); later rows are given code, tested in
@@ -179,7 +240,11 @@ SAMPLES = [-3.5, -1.0, -0.0, 0.0, 0.25, 1.0, 2.0, 710.0, -710.0]
 
 @pytest.mark.task0_1
 @pytest.mark.parametrize(("code", "name"), sorted(COURSE_UNARY.items()))
-def test_unary_dispatcher_agrees_with_named_function(code: int, name: str) -> None:
+@given(data=st.data())
+def test_unary_dispatcher_agrees_with_named_function(
+    code: int, name: str, data: st.DataObject
+) -> None:
+    check_at_drawn_inputs(name, data)
     fn = getattr(scalar_math, name)
     for x in SAMPLES:
         assert outcome(operators.unary, code, x) == outcome(fn, x), (name, x)
@@ -187,7 +252,11 @@ def test_unary_dispatcher_agrees_with_named_function(code: int, name: str) -> No
 
 @pytest.mark.task0_1
 @pytest.mark.parametrize(("code", "name"), sorted(COURSE_BINARY.items()))
-def test_binary_dispatcher_agrees_with_named_function(code: int, name: str) -> None:
+@given(data=st.data())
+def test_binary_dispatcher_agrees_with_named_function(
+    code: int, name: str, data: st.DataObject
+) -> None:
+    check_at_drawn_inputs(name, data)
     fn = getattr(scalar_math, name)
     pairs = [(x, y) for x in SAMPLES for y in (-2.0, 0.5, 3.0)]
     pairs += [(x, x) for x in SAMPLES]
