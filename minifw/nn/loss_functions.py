@@ -29,6 +29,7 @@ from minifw.fast_ops import fast_path
 from minifw.nn.activation import log_softmax, logsigmoid, softmax
 from minifw.tensor.creation import arange
 from minifw.tensor.functions import Function, FunctionCtx, Where
+from minifw.tensor.kernel_api import cells, flat, reduce_op, scalar, wrap, zip_op
 from minifw.tensor.tensor import Tensor, tensor
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -127,7 +128,7 @@ def _check_classes(input: Tensor, target: Tensor, ignore_index: int) -> None:  #
     if not hooks.recording():
         _class_indices(input, target, ignore_index)
         return
-    hooks.check(target._data, target.backend, _ClassValues(input, target, ignore_index))
+    hooks.check(cells(target), target.backend, _ClassValues(input, target, ignore_index))
 
 
 def _picked_on_device(input: Tensor, target: Tensor, ignore_index: int) -> Tensor:  # noqa: A002
@@ -162,17 +163,17 @@ class MaskedSum(Function):
         """
         ctx.mask = mask
         if empty:  # a mean over no targets, as PyTorch: nan (and zero gradients)
-            return x._scalar_like(float("nan"))
-        picked = mask._zip(ops.SELECT, x)
-        total = picked._zip(ops.MUL, mask)._flat()._reduce(ops.ADD, 0)
-        scalar = total._data.view(())
-        assert scalar is not None
-        return total._new(scalar)
+            return scalar(x, float("nan"))
+        picked = zip_op(ops.SELECT, mask, x)
+        total = reduce_op(ops.ADD, flat(zip_op(ops.MUL, picked, mask)), 0)
+        cell = cells(total).view(())
+        assert cell is not None
+        return wrap(cell, total)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
         """Grad * mask (the 0-dim grad broadcast over the mask)."""
-        return grad._zip(ops.MUL, ctx.mask), None, None
+        return zip_op(ops.MUL, grad, ctx.mask), None, None
 
     @staticmethod
     def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
@@ -200,15 +201,15 @@ class SoftmaxCrossEntropy(Function):
         rows, cols = x.shape
         stats = TensorData(np.empty(2 * rows + 2, x.dtype.numpy), (2 * rows + 2,))
         hooks.launch_fused(
-            x.backend, "fused[cross_entropy]", (stats,), (x._data, labels._data),
+            x.backend, "fused[cross_entropy]", (stats,), (cells(x), cells(labels)),
             _cross_entropy_forward(cols, ignore_index, reduction == "mean"), (ops.EXP,),
         )  # fmt: skip
         ctx.save_for_backward(x)
         ctx.labels, ctx.ignore_index = labels, ignore_index
-        ctx.stats = x._new(stats)
+        ctx.stats = wrap(stats, x)
         if reduction == "none":
-            return x._new(TensorData(stats.base, (rows,), (1,), rows))
-        return x._new(TensorData(stats.base, (), (), 2 * rows))
+            return wrap(TensorData(stats.base, (rows,), (1,), rows), x)
+        return wrap(TensorData(stats.base, (), (), 2 * rows), x)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
@@ -216,12 +217,12 @@ class SoftmaxCrossEntropy(Function):
         (x,) = ctx.saved_tensors
         rows, cols = x.shape
         out = TensorData(np.empty(rows * cols, x.dtype.numpy), (rows, cols))
-        inputs = (x._data, ctx.labels._data, ctx.stats._data, grad._data)
+        inputs = (cells(x), cells(ctx.labels), cells(ctx.stats), cells(grad))
         hooks.launch_fused(
             x.backend, "fused[cross_entropy_backward]", (out,), inputs,
             _cross_entropy_backward(cols, ctx.ignore_index), (ops.EXP,),
         )  # fmt: skip
-        return x._new(out), None, None, None
+        return wrap(out, x), None, None, None
 
     @staticmethod
     def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
@@ -282,8 +283,8 @@ def _fused_cross_entropy_fits(
         and target.dtype.numpy == np.int64
         and input.backend.name == "fast"
         and target.backend is input.backend
-        and 0 < input._data.size < PARALLEL_FROM
-        and input._data.is_contiguous()
+        and 0 < cells(input).size < PARALLEL_FROM
+        and cells(input).is_contiguous()
     )
 
 
@@ -324,11 +325,11 @@ def nll_loss(
         # A mean over no targets is nan with zero gradients, as in PyTorch.
         scale = -1.0 / count if reduction == "mean" and count else -1.0
         host = np.multiply(onehot, scale, dtype=input.dtype.numpy)
-        mask = input._new(input.backend.from_numpy(host))
+        mask = wrap(input.backend.from_numpy(host), input)
         return MaskedSum.apply(input, mask, reduction == "mean" and not count)
     # Unpicked cells read as 0, never multiplied by 0 (a -inf logit: -inf * 0 = nan).
     hits = tensor(onehot, dtype=input.dtype, backend=input.backend)
-    chosen = Where.apply(hits, input, input._scalar_like(0))
+    chosen = Where.apply(hits, input, scalar(input, 0))
     if weight is not None:
         mask = hits * weight.to(input.dtype).view(*shape)
         losses = -(chosen * mask).sum(cls)
@@ -434,9 +435,9 @@ class BinaryCrossEntropy(Function):
     def forward(ctx: FunctionCtx, x: Tensor, t: Tensor) -> Tensor:  # type: ignore[override]
         """The per-cell loss."""
         ctx.save_for_backward(x, t)
-        floor = x._scalar_like(-100.0)
-        log_x = x.log()._zip(ops.MAX, floor)
-        log_1mx = (1.0 - x).log()._zip(ops.MAX, floor)
+        floor = scalar(x, -100.0)
+        log_x = zip_op(ops.MAX, x.log(), floor)
+        log_1mx = zip_op(ops.MAX, (1.0 - x).log(), floor)
         return -(t * log_x + (1.0 - t) * log_1mx)
 
     @staticmethod
@@ -446,11 +447,13 @@ class BinaryCrossEntropy(Function):
         need_x, need_t = ctx.needs_input_grad
         grad_x = grad_t = None
         if need_x:
-            denom = (x * (1.0 - x))._zip(ops.MAX, x._scalar_like(1e-12))
+            denom = zip_op(ops.MAX, x * (1.0 - x), scalar(x, 1e-12))
             grad_x = grad * (x - t) / denom
         if need_t:
-            floor = x._scalar_like(-100.0)
-            grad_t = grad * ((1.0 - x).log()._zip(ops.MAX, floor) - x.log()._zip(ops.MAX, floor))
+            floor = scalar(x, -100.0)
+            grad_t = grad * (
+                zip_op(ops.MAX, (1.0 - x).log(), floor) - zip_op(ops.MAX, x.log(), floor)
+            )
         return grad_x, grad_t
 
     @staticmethod
@@ -460,8 +463,8 @@ class BinaryCrossEntropy(Function):
         need_x, need_t = ctx.needs_input_grad
 
         def at_least(value: Tensor, floor: float) -> Tensor:
-            bound = value._scalar_like(floor)
-            return Where.apply(value.detach()._zip(ops.GE, bound), value, bound)
+            bound = scalar(value, floor)
+            return Where.apply(zip_op(ops.GE, value.detach(), bound), value, bound)
 
         grad_x = grad * (x - t) / at_least(x * (1.0 - x), 1e-12) if need_x else None
         grad_t = None
@@ -579,8 +582,8 @@ def kl_div(
         terms = target.exp() * (target - input)
     else:
         zero = target == 0.0
-        safe = Where.apply(zero, target._scalar_like(1.0), target)
-        entropy = Where.apply(zero, target._scalar_like(0.0), target * safe.log())
+        safe = Where.apply(zero, scalar(target, 1.0), target)
+        entropy = Where.apply(zero, scalar(target, 0.0), target * safe.log())
         terms = entropy - target * input
     if reduction == "batchmean":
         return terms.sum() / (input.shape[0] if input.dim() else 1)

@@ -4,9 +4,8 @@ A Tensor's cells through `minifw.tensor.kernel_api`, and the expert kernels thro
 `fast_ops.fast_path`: no file of theirs imports `minifw.fast_paths`. Every file under
 minifw/nn, minifw/optim and minifw/compiler is parsed with `ast`; an attribute read or
 write whose name is a private member of `Tensor` (`t._data`, `t._zip(...)`, `t._grad`)
-counts against that file. Files still holding some are listed in `ALLOWED` with their
-count, which may only shrink: the kernel-level API (docs/ARCHITECTURE.md, "The
-kernel-level API") is the way down.
+is refused: the kernel-level API (docs/ARCHITECTURE.md, "The kernel-level API") is the
+way down.
 """
 
 from __future__ import annotations
@@ -26,15 +25,6 @@ PACKAGES = ("minifw/nn", "minifw/optim", "minifw/compiler")
 
 # PyTorch's own underscored names, public there too: `t._version`, `t._base`.
 PYTORCH_NAMES = {"_version", "_base"}
-
-# Files that still use Tensor's private members, with how many uses each: only shrinks.
-ALLOWED: dict[str, int] = {
-    "minifw/nn/activation.py": 25,
-    "minifw/nn/conv.py": 11,
-    "minifw/nn/functional.py": 10,
-    "minifw/nn/loss_functions.py": 35,
-    "minifw/nn/pooling.py": 9,
-}
 
 
 def tensor_private_names() -> set[str]:
@@ -79,14 +69,9 @@ def test_tensor_has_the_private_members_the_scanner_looks_for() -> None:
     assert {"_data", "_zip", "_map", "_reduce", "_new", "_grad"} <= tensor_private_names()
 
 
-def test_nn_optim_and_compiler_use_no_more_private_tensor_members_than_allowed() -> None:
-    found = uses_by_file()
-    over = {
-        path: Counter(name for _, name in uses)
-        for path, uses in found.items()
-        if len(uses) > ALLOWED.get(path, 0)
-    }
-    assert over == {}, f"use minifw.tensor.kernel_api instead: {over}"
+def test_nn_optim_and_compiler_use_no_private_tensor_member() -> None:
+    found = {path: Counter(name for _, name in uses) for path, uses in uses_by_file().items()}
+    assert found == {}, f"use minifw.tensor.kernel_api instead: {found}"
 
 
 def test_only_fast_ops_opens_the_fast_paths_to_the_layers_above() -> None:
