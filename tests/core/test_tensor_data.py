@@ -33,6 +33,26 @@ def read_all(data: TensorData) -> np.ndarray:
     return out
 
 
+def check_drawn_layout(drawn: mt.Strided, data: st.DataObject) -> None:
+    """Task 2.1 on a drawn layout: row-major strides, a drawn permutation, every cell read.
+
+    Each test of a chosen example checks one of these too, so index math fitted to the
+    examples does not pass.
+    """
+    shape = drawn.values.shape
+    if all(shape):
+        assert strides_from_shape(shape) == np.empty(shape, dtype=np.int8).strides
+    order = data.draw(st.permutations(range(drawn.data.dims)), label="permutation")
+    permuted = drawn.data.permute(*order)
+    np.testing.assert_array_equal(read_all(permuted), drawn.values.transpose(order))
+
+
+def check_drawn_broadcast(pair: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
+    """Task 2.2 on drawn broadcastable shapes: shape_broadcast agrees with numpy."""
+    a, b = pair
+    assert shape_broadcast(a, b) == np.broadcast_shapes(a, b)
+
+
 # ---- 2.1: index math ---------------------------------------------------------------------
 
 
@@ -69,7 +89,9 @@ def test_strides_from_shape_match_numpy(shape: tuple[int, ...]) -> None:
 
 
 @task2_1
-def test_strides_from_shape_examples() -> None:
+@given(mt.strided(), st.data())
+def test_strides_from_shape_examples(drawn: mt.Strided, data: st.DataObject) -> None:
+    check_drawn_layout(drawn, data)
     assert strides_from_shape((2, 3, 4)) == (12, 4, 1)
     assert strides_from_shape((5,)) == (1,)
     assert strides_from_shape(()) == ()
@@ -95,7 +117,9 @@ def test_permute_matches_numpy_transpose(data: st.DataObject, drawn: mt.Strided)
 
 
 @task2_1
-def test_permute_examples_and_contiguity() -> None:
+@given(mt.strided(), st.data())
+def test_permute_examples_and_contiguity(drawn: mt.Strided, data: st.DataObject) -> None:
+    check_drawn_layout(drawn, data)
     data = TensorData(np.arange(24.0), (2, 3, 4))
     assert data.is_contiguous()
     moved = data.permute(2, 0, 1)
@@ -114,7 +138,11 @@ def test_permute_examples_and_contiguity() -> None:
         ((0, 1, 3), IndexError, "Dimension out of range (expected to be in range of [-3, 2]"),
     ],
 )
-def test_bad_permutation_messages(order: tuple[int, ...], error: type, message: str) -> None:
+@given(mt.strided(), st.data())
+def test_bad_permutation_messages(
+    order: tuple[int, ...], error: type, message: str, drawn: mt.Strided, data: st.DataObject
+) -> None:
+    check_drawn_layout(drawn, data)
     with pytest.raises(error) as info:
         TensorData(np.arange(24.0), (2, 3, 4)).permute(*order)
     assert message in str(info.value)
@@ -177,7 +205,11 @@ def test_view_succeeds_exactly_when_numpy_can_reshape_without_copy(
 
 
 @task2_1
-def test_view_strides_match_pytorch_for_size_one_dims() -> None:
+@given(mt.strided(), st.data())
+def test_view_strides_match_pytorch_for_size_one_dims(
+    drawn: mt.Strided, data: st.DataObject
+) -> None:
+    check_drawn_layout(drawn, data)
     data = TensorData(np.arange(6.0), (2, 3))
     assert data.view((2, 3, 1)).strides == (3, 1, 1)
     assert data.view((2, 1, 3)).strides == (3, 3, 1)
@@ -213,7 +245,9 @@ def test_index_view_matches_numpy(key: object, drawn: mt.Strided) -> None:
 
 
 @task2_1
-def test_index_errors_name_the_problem() -> None:
+@given(mt.strided(), st.data())
+def test_index_errors_name_the_problem(drawn: mt.Strided, data: st.DataObject) -> None:
+    check_drawn_layout(drawn, data)
     data = TensorData(np.arange(6.0), (2, 3))
     with pytest.raises(IndexError, match="index 2 is out of bounds for dimension 0 with size 2"):
         index_view(data, 2)
@@ -248,7 +282,11 @@ def test_shape_broadcast_matches_numpy(pair: tuple[tuple[int, ...], tuple[int, .
         ((1,), (3, 1, 1), (3, 1, 1)),
     ],
 )
-def test_shape_broadcast_examples(a: tuple[int, ...], b: tuple[int, ...], out: tuple) -> None:
+@given(pair=mt.broadcastable_shapes())
+def test_shape_broadcast_examples(
+    a: tuple[int, ...], b: tuple[int, ...], out: tuple, pair: tuple[tuple[int, ...], ...]
+) -> None:
+    check_drawn_broadcast(pair)  # type: ignore[arg-type]
     assert shape_broadcast(a, b) == out
 
 
@@ -269,7 +307,11 @@ def test_impossible_broadcast_names_both_shapes(
 
 
 @task2_2
-def test_impossible_broadcast_message_example() -> None:
+@given(mt.broadcastable_shapes())
+def test_impossible_broadcast_message_example(
+    pair: tuple[tuple[int, ...], tuple[int, ...]],
+) -> None:
+    check_drawn_broadcast(pair)
     with pytest.raises(RuntimeError, match=r"shapes \(2, 3\) and \(4,\) cannot be broadcast"):
         shape_broadcast((2, 3), (4,))
 
