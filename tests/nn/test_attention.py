@@ -12,21 +12,19 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minifw as mf
 from minifw import nn
+from tests.hypothesis_profiles import at_most
 from tests.nn.test_rnn import compare_module
 from tests.parity import check_against_torch, check_raises_like_torch
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.extra  # no course task teaches attention
 
-FEW = settings(
-    max_examples=min(settings().max_examples, 4),
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+FEW = at_most(4)
 
 
 def _bool_mask(rng: np.random.Generator, shape: tuple[int, ...], allowed: bool) -> np.ndarray:

@@ -14,20 +14,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minifw as mf
 from minifw import nn
+from tests.hypothesis_profiles import at_most
 from tests.parity import TOLERANCES, assert_same, check_raises_like_torch
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.extra  # no course task teaches recurrent layers
 
-FEW = settings(
-    max_examples=min(settings().max_examples, 3),
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+FEW = at_most(3)
 
 
 def load_torch_parameters(ours: Any, theirs: Any, backend: Any, dtype: str) -> None:

@@ -12,21 +12,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import minifw as mf
+from tests.hypothesis_profiles import at_most
 from tests.parity import check_against_torch, check_raises_like_torch, torch
 from tests.strategies import Domain, broadcastable_shapes
 
 pytestmark = pytest.mark.extra
 
-FEW = settings(
-    max_examples=min(settings().max_examples, 5),
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-    deadline=None,
-)
+FEW = at_most(5)
 DTYPES = ["float64", "float32"]
 
 

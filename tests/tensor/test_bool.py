@@ -13,18 +13,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minifw as mf
+from tests.hypothesis_profiles import at_most
 from tests.parity import check_against_torch, check_raises_like_torch
 from tests.strategies import broadcastable_shapes, shapes
 
 pytestmark = pytest.mark.extra
-FEW = settings(
-    max_examples=min(settings().max_examples, 10),
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+FEW = at_most(10)
 Case = Callable[..., Any]
 
 

@@ -15,24 +15,21 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import minifw as mf
 from minifw.core import operators as ops
 from minifw.tensor import functions
+from tests.hypothesis_profiles import at_most
 from tests.parity import check_against_torch, torch
 from tests.strategies import ALL_OPS, Domain, broadcastable_shapes, matmul_shapes, shapes
 
 pytestmark = pytest.mark.extra
 
-LIMIT = settings(
-    max_examples=min(settings().max_examples, 10),
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-    deadline=None,
-)
-FEW = settings(LIMIT, max_examples=min(settings().max_examples, 2))
+LIMIT = at_most(10)
+FEW = at_most(2)
 DTYPES = ["float64", "float32"]
 Case = Callable[..., Any]
 

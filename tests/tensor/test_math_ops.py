@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -20,14 +20,12 @@ import minifw as mf
 from minifw.core import operators as ops
 from minifw.tensor_ops import TensorBackend
 from tests import strategies as mt
+from tests.hypothesis_profiles import at_most
 from tests.parity import check_against_torch, check_raises_like_torch
 
 pytestmark = pytest.mark.extra
 
-FEW = settings(
-    max_examples=min(settings().max_examples, 10),
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+FEW = at_most(10)
 DTYPES = ["float64", "float32"]
 SMALL = {"max_dims": 3, "max_side": 4}
 # Every op of the op table beyond the course's (codes from SIN on), and maximum / minimum.
