@@ -1,10 +1,11 @@
 """The Tensor: strided data on a backend, with PyTorch's surface and autograd.
 
-One class, in sections: metadata, autograd (requires_grad, backward, hooks),
-arithmetic and elementwise functions, shape and indexing, reductions, in-place
-operations, conversions, and the low-level building blocks that the autograd
-Functions of `functions.py` call. Every method is thin: the math lives in the
-Functions (forward beside backward) and the kernels live in the backends.
+One class, in sections read in this order: metadata; autograd; arithmetic and
+comparisons; the elementwise functions (one per row of the op table); logic; shape;
+indexing; reductions, linear algebra and sorting; in-place operations; new tensors;
+conversions; and the building blocks that the autograd Functions of `functions.py`
+call. Every method is thin: the math lives in the Functions (forward beside backward)
+and in the modules of this package that each section names, the kernels in the backends.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from minifw.backends import default_backend, get_backend
+from minifw.backends import cuda_available, default_backend, get_backend
 from minifw.core import dtypes, hooks, unsupported
 from minifw.core import operators as ops
-from minifw.core.autodiff import History, backpropagate, is_grad_enabled, no_grad
+from minifw.core.autodiff import History, is_grad_enabled, no_grad
 from minifw.core.device import DEVICES, Device, as_device, device_type, is_device_like
 from minifw.core.hooks import anyone_listening
 from minifw.core.tensor_data import (
@@ -42,6 +43,7 @@ from minifw.tensor.autograd import (
     owned_gradients,
     recorded_inputs,
 )
+from minifw.tensor.autograd import backward as run_backward
 from minifw.tensor.functions import (
     Add,
     Cast,
@@ -59,11 +61,9 @@ from minifw.tensor.functions import (
     Sub,
     Sum,
     View,
-    elementwise,
     is_tensor,
 )
-from minifw.tensor.higher_order import backward as run_backward_api
-from minifw.tensor.higher_order import number_power, tensor_power
+from minifw.tensor.math_ops import number_power, tensor_power
 from minifw.tensor.repr import add_suffixes, format_values
 from minifw.tensor_ops import TensorBackend, unsafe_overlap
 
@@ -74,7 +74,7 @@ _SIZES: dict[tuple[int, ...], Size] = {}
 
 
 def _new_size(shape: tuple[int, ...]) -> Size:
-    """The Size of `shape`, remembered for the next `.shape` read (SHAPE)."""
+    """The Size of `shape`, remembered for the next `.shape` read."""
     if len(_SIZES) > 4096:
         _SIZES.clear()
     size = _SIZES[shape] = as_size(shape)
@@ -142,7 +142,8 @@ class Tensor:
         if requires_grad:
             self.requires_grad_(True)
 
-    # Metadata
+    # ---- Metadata: shape, dims, strides, device ------------------------------------------
+
     @property
     def shape(self) -> Size:
         """The size of every dim, as an `mf.Size` (a tuple)."""
@@ -325,32 +326,9 @@ class Tensor:
         backward raises. With `create_graph` the gradients are recorded (so they can be
         differentiated again); with `inputs` only those tensors' `.grad` change.
         """
-        if create_graph or inputs is not None:
-            run_backward_api(self, gradient, retain_graph, create_graph, inputs)
-            return
-        if not self.requires_grad:
-            raise RuntimeError(
-                "element 0 of tensors does not require grad and does not have a grad_fn"
-            )
-        if gradient is None:
-            if self.numel() != 1:
-                raise RuntimeError(
-                    f"grad can be implicitly created only for scalar outputs (got a tensor "
-                    f"of shape {self.shape}; pass `gradient=` or reduce it first, e.g. .sum())"
-                )
-            gradient = self._full(self.shape, 1.0)
-        gradient = self._operand(gradient).detach().to(self.dtype)
-        if gradient.shape != self.shape:
-            raise RuntimeError(
-                f"Mismatch in shape: grad_output[0] has a shape of {gradient.shape} and "
-                f"output[0] has a shape of {self.shape}."
-            )
-        if anyone_listening[0]:  # a tool watches (core/hooks.py): tell it a backward runs
-            hooks.run_backward(backpropagate, self, gradient, retain_graph)
-        else:
-            backpropagate(self, gradient, bool(retain_graph))
+        seed = None if gradient is None else [gradient]  # a tensor, array, list or number
+        run_backward(self, seed, retain_graph, create_graph, inputs)
 
-    # The Variable protocol of autodiff
     @property
     def unique_id(self) -> int:
         """An id no other live tensor has."""
@@ -408,7 +386,7 @@ class Tensor:
         self.history = history
         self._grad_fn = None
 
-    # ---- Arithmetic, comparisons and elementwise functions -------------------------------
+    # ---- Arithmetic: operators and their names -------------------------------------------
 
     def __add__(self, other: Any) -> Tensor:
         a, b = self._pair(other)
@@ -457,6 +435,9 @@ class Tensor:
     def __pow__(self, exponent: Any) -> Tensor:
         return self.pow(exponent)
 
+    def __rpow__(self, base: Any) -> Tensor:
+        return number_power(base, self)
+
     def pow(self, exponent: Any) -> Tensor:
         """Self ** exponent, for a number or a tensor exponent (broadcast, differentiable)."""
         if is_tensor(exponent):
@@ -480,7 +461,7 @@ class Tensor:
         compute through float64 (exact only up to 2**53), so numpy does it.
         """
         if anyone_listening[0]:  # values computed on the host: tell the tools (mf.compile)
-            hooks.host_read(f"int64 ** {p} of a tensor of shape {self.shape}")
+            hooks.host_read(f"int64 ** {p} of a tensor of shape {tuple(self.shape)}")
         base = self.backend.to_numpy(self._data)
         exponent = p.backend.to_numpy(p._data) if is_tensor(p) else np.int64(p)
         with np.errstate(over="ignore"):
@@ -491,8 +472,17 @@ class Tensor:
             host = np.where(negative, np.where(base == 1, 1, inverse), host).astype(np.int64)
         return self._new(self.backend.from_numpy(np.ascontiguousarray(host)))
 
-    def __rpow__(self, base: Any) -> Tensor:
-        return number_power(base, self)
+    def __mod__(self, other: Any) -> Tensor:
+        return math_ops.remainder(self, other)
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return math_ops.reverse_remainder(self, other)
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        return math_ops.divide(self, other, "floor")
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return math_ops.reverse_floor_divide(self, other)
 
     def __matmul__(self, other: Any) -> Tensor:
         return MatMul.apply(*self._pair(other))
@@ -503,6 +493,52 @@ class Tensor:
     def matmul(self, other: Tensor) -> Tensor:
         """Self @ other."""
         return self @ other
+
+    def add(self, other: Any, alpha: Any = 1) -> Tensor:
+        """Self + alpha * other."""
+        return math_ops.add(self, other, alpha)
+
+    def sub(self, other: Any, alpha: Any = 1) -> Tensor:
+        """Self - alpha * other."""
+        return math_ops.add(self, other, alpha, subtract=True)
+
+    subtract = sub
+
+    def mul(self, other: Any) -> Tensor:
+        """Self * other."""
+        return self.__mul__(other)
+
+    multiply = mul
+
+    def div(self, other: Any, rounding_mode: str | None = None) -> Tensor:
+        """Self / other; rounding_mode "floor" or "trunc" rounds the quotient."""
+        return math_ops.divide(self, other, rounding_mode)
+
+    divide = div
+
+    def true_divide(self, other: Any) -> Tensor:
+        """Self / other, always in a float dtype."""
+        return self.__truediv__(other)
+
+    def neg(self) -> Tensor:
+        """-self."""
+        return self.__neg__()
+
+    negative = neg
+
+    def remainder(self, other: Any) -> Tensor:
+        """Self % other, with the sign of other."""
+        return math_ops.remainder(self, other)
+
+    def fmod(self, other: Any) -> Tensor:
+        """The remainder of self / other with the sign of self (C's fmod)."""
+        return math_ops.fmod(self, other)
+
+    def floor_divide(self, other: Any) -> Tensor:
+        """Self // other: the quotient rounded down."""
+        return math_ops.divide(self, other, "floor")
+
+    # ---- Comparisons: bool tensors, never differentiated ---------------------------------
 
     def _compare(self, op: int, other: Any) -> Tensor:
         """`self op other` as a bool tensor (no grad), as PyTorch's comparisons."""
@@ -530,909 +566,74 @@ class Tensor:
             return NotImplemented
         return self._compare(ops.NE, other)
 
-    # Elementwise functions
+    def eq(self, other: Any) -> Tensor:
+        """Self == other cell by cell."""
+        return self.__eq__(other)
+
+    def ne(self, other: Any) -> Tensor:
+        """Self != other cell by cell."""
+        return self.__ne__(other)
+
+    not_equal = ne
+
+    def lt(self, other: Any) -> Tensor:
+        """Self < other cell by cell."""
+        return self.__lt__(other)
+
+    less = lt
+
+    def le(self, other: Any) -> Tensor:
+        """Self <= other cell by cell."""
+        return self.__le__(other)
+
+    less_equal = le
+
+    def gt(self, other: Any) -> Tensor:
+        """Self > other cell by cell."""
+        return self.__gt__(other)
+
+    greater = gt
+
+    def ge(self, other: Any) -> Tensor:
+        """Self >= other cell by cell."""
+        return self.__ge__(other)
+
+    greater_equal = ge
+
+    # ---- Elementwise functions: the op table's rows (`math_ops` picks the dtype) ---------
+
     def exp(self) -> Tensor:
         """e^x cell by cell."""
-        return elementwise(ops.EXP, self._floating())
+        return math_ops.floating_unary(self, ops.EXP)
 
     def log(self) -> Tensor:
         """Natural log cell by cell (-inf at 0, nan below)."""
-        return elementwise(ops.LOG, self._floating())
+        return math_ops.floating_unary(self, ops.LOG)
 
     def sigmoid(self) -> Tensor:
         """1 / (1 + e^-x) cell by cell."""
-        return elementwise(ops.SIGMOID, self._floating())
+        return math_ops.floating_unary(self, ops.SIGMOID)
 
     def relu(self) -> Tensor:
         """max(x, 0) cell by cell."""
-        return elementwise(ops.RELU, self)
+        return math_ops.dtype_keeping_unary(self, ops.RELU)
 
     def tanh(self) -> Tensor:
         """Tanh x cell by cell."""
-        return elementwise(ops.TANH, self._floating())
+        return math_ops.floating_unary(self, ops.TANH)
 
     def sqrt(self) -> Tensor:
         """Square root cell by cell (nan below 0)."""
-        return elementwise(ops.SQRT, self._floating())
+        return math_ops.floating_unary(self, ops.SQRT)
 
     def abs(self) -> Tensor:
         """|x| cell by cell."""
-        return elementwise(ops.ABS, self)
+        return math_ops.dtype_keeping_unary(self, ops.ABS)
 
     def reciprocal(self) -> Tensor:
         """1 / x cell by cell."""
-        return elementwise(ops.INV, self._floating())
+        return math_ops.floating_unary(self, ops.INV)
 
-    # ---- Shape and indexing: views first, copies only when needed ------------------------
-
-    def view(self, *shape: Any) -> Tensor:
-        """The same cells under a new shape (one dim may be -1); never copies.
-
-        Raises PyTorch's error, suggesting `reshape`, when the strides do not allow it.
-        """
-        target = infer_shape(shape_arg(shape), self.numel(), self.shape)
-        return View.apply(self, target)
-
-    def view_as(self, other: Tensor) -> Tensor:
-        """View with other's shape."""
-        return self.view(other.shape)
-
-    def reshape(self, *shape: Any) -> Tensor:
-        """Like view, but copies when the strides do not allow a view."""
-        target = infer_shape(shape_arg(shape), self.numel(), self.shape)
-        if self._data.view(target) is not None:
-            return self.view(target)
-        out = Copy.apply(self).view(target)
-        out._base = None  # a fresh copy: in-place ops on it touch nobody else's cells
-        return out
-
-    def reshape_as(self, other: Tensor) -> Tensor:
-        """Reshape to other's shape."""
-        return self.reshape(other.shape)
-
-    def contiguous(self) -> Tensor:
-        """Self if row-major already, else a row-major copy."""
-        return self if self.is_contiguous() else Copy.apply(self)
-
-    def clone(self) -> Tensor:
-        """A copy with its own storage (gradients flow back to self)."""
-        return Copy.apply(self)
-
-    def permute(self, *dims: Any) -> Tensor:
-        """A view with dims reordered: new dim i is old dim dims[i]."""
-        order = shape_arg(dims)
-        self._data.permute(*order)  # validates, with PyTorch's messages
-        return Permute.apply(self, tuple(normalize_dim(d, self.dim()) for d in order))
-
-    def transpose(self, dim0: int, dim1: int) -> Tensor:
-        """A view with two dims swapped."""
-        order = list(range(self.dim()))
-        d0, d1 = normalize_dim(dim0, self.dim()), normalize_dim(dim1, self.dim())
-        order[d0], order[d1] = order[d1], order[d0]
-        return self.permute(*order)
-
-    def t(self) -> Tensor:
-        """The transpose of a matrix (a 0-D or 1-D tensor is returned as is)."""
-        if self.dim() > 2:
-            raise RuntimeError(
-                f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D"
-            )
-        return self.transpose(0, 1) if self.dim() == 2 else self.view(self.shape)
-
-    @property
-    def T(self) -> Tensor:
-        """All dims reversed (the transpose of a matrix)."""
-        return self.permute(*reversed(range(self.dim())))
-
-    @property
-    def mT(self) -> Tensor:
-        """The last two dims swapped (batched matrix transpose)."""
-        return self.transpose(-2, -1)
-
-    def unsqueeze(self, dim: int) -> Tensor:
-        """A view with a new dim of size 1 at `dim` (negative dims count from the end)."""
-        d = normalize_dim(dim, self.dim() + 1)
-        return self.view(*self.shape[:d], 1, *self.shape[d:])
-
-    def squeeze(self, dim: Any = None) -> Tensor:
-        """A view without the size-1 dims (or without `dim`, if it has size 1)."""
-        if dim is None:
-            dims = {i for i, s in enumerate(self.shape) if s == 1}
-        else:
-            given = dim if isinstance(dim, tuple | list) else (dim,)
-            dims = {normalize_dim(d, self.dim()) for d in given}
-            dims = {d for d in dims if self.dim() and self.shape[d] == 1}
-        return self.view(*(s for i, s in enumerate(self.shape) if i not in dims))
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-        """The dims from start_dim to end_dim merged into one (a view when possible)."""
-        if self.dim() == 0:
-            return self.reshape(1)
-        start, end = normalize_dim(start_dim, self.dim()), normalize_dim(end_dim, self.dim())
-        if start > end:
-            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-        merged = numel_of(self.shape[start : end + 1])
-        return self.reshape(*self.shape[:start], merged, *self.shape[end + 1 :])
-
-    def expand(self, *shape: Any) -> Tensor:
-        """A broadcast view with size-1 dims repeated to `shape` (-1 keeps a size)."""
-        return Expand.apply(self, shape_arg(shape))
-
-    def expand_as(self, other: Tensor) -> Tensor:
-        """Expand to other's shape."""
-        return self.expand(*other.shape)
-
-    def __getitem__(self, key: Any) -> Tensor:
-        try:
-            items = normalize_key(key)
-        except TypeError:  # an index tensor, list or mask: a copy (tensor/indexing.py)
-            return indexing.getitem(self, key)
-        return Index.apply(self, tuple(items))
-
-    # ---- Reductions ----------------------------------------------------------------------
-
-    def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        """Sum over `dim` (all dims if None); bools count as int64, as in PyTorch."""
-        dims = reduce_dims(dim, self.dim())
-        if self.dtype is _BOOL:
-            return Sum.apply(self.long(), dims, keepdim)
-        return Sum.apply(self, dims, keepdim)
-
-    def mean(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        """Average over `dim` (all dims if None)."""
-        if not self.dtype.is_floating_point:
-            raise RuntimeError(
-                f"mean(): could not infer output dtype. Input dtype must be either a floating "
-                f"point or complex dtype. Got: {self.dtype}"
-            )
-        dims = reduce_dims(dim, self.dim())
-        count = numel_of([self.shape[d] for d in dims])
-        return self.sum(dims, keepdim) / float(count)
-
-    def var(
-        self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
-        correction: Any = None,
-    ) -> Tensor:  # fmt: skip
-        """Variance over `dim`, dividing by N - correction (1 by default), as PyTorch.
-
-        PyTorch's argument order: `var(dim, unbiased, keepdim)`; `unbiased=False` is
-        `correction=0`. With a single element and correction 1 the result is nan.
-        """
-        from minifw.tensor import reductions
-
-        return reductions.var(self, dim, unbiased, keepdim, correction=correction)
-
-    def std(
-        self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
-        correction: Any = None,
-    ) -> Tensor:  # fmt: skip
-        """Standard deviation over `dim` (the square root of `var`, same arguments).
-
-        Where the variance is 0 the gradient is 0, as in PyTorch (not 0 * inf = nan).
-        """
-        from minifw.tensor import reductions
-
-        return reductions.std(self, dim, unbiased, keepdim, correction=correction)
-
-    def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
-        """The largest value; with `dim`, a (values, indices) pair like PyTorch's."""
-        if self.dtype is _BOOL:
-            return logic.bool_extreme(self.long().max(dim, keepdim))
-        if dim is None:
-            _check_nonempty(self, "max")
-            return MaxAll.apply(self)
-        d = normalize_dim(_int_dim(dim, "max"), self.dim())
-        _check_reduced_dim(self, d, "max")
-        indices = self.argmax(d, keepdim=True)
-        if self.dim() == 0:
-            return MaxResult(self.clone(), indices)
-        values = MaxAlong.apply(self, d, indices, keepdim)
-        return MaxResult(values, indices if keepdim else indices.squeeze(d))
-
-    def min(self, dim: int | None = None, keepdim: bool = False) -> Any:
-        """The smallest value; with `dim`, a (values, indices) pair like PyTorch's."""
-        if self.dtype is _BOOL:
-            return logic.bool_extreme(self.long().min(dim, keepdim))
-        if dim is None:
-            _check_nonempty(self, "min")
-            return -((-self).max())
-        _check_reduced_dim(self, normalize_dim(_int_dim(dim, "min"), self.dim()), "min")
-        values, indices = (-self).max(dim, keepdim)
-        return MaxResult(-values, indices)
-
-    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        """The index of the (first) largest value along `dim` (of the flattened tensor if None)."""
-        if dim is None:
-            flat = self.detach().reshape(-1)
-            out = flat.argmax(0)
-            return out.view(*([1] * self.dim())) if keepdim else out
-        d = normalize_dim(_int_dim(dim, "argmax"), self.dim())
-        _check_reduced_dim(self, d, "argmax")
-        if self.dim() == 0:
-            return self._full((), 0).long()
-        with no_grad():
-            x = self.detach()
-            best = x._reduce(ops.MAX, d)
-            # int64 marks and positions: no dtype cast (a host round trip mf.compile refuses)
-            hits = x._zip(ops.EQ, best, np.int64)
-            if x.dtype.is_floating_point:  # a nan is the max (as in PyTorch): mark the nans
-                hits = hits._zip(ops.ADD, x._zip(ops.NE, x, np.int64))
-            # Position i along d scores n - i where marked, 0 elsewhere: the first mark
-            # scores highest, and n minus the best score is its index.
-            n, shape = x.shape[d], [1] * x.dim()
-            shape[d] = n
-            countdown = x._arange(n, dtypes.int64, countdown=True).view(*shape)
-            best_score = hits._zip(ops.MUL, countdown)._reduce(ops.MAX, d)
-            indices = best_score._scalar_like(n)._zip(ops.SUB, best_score)
-        return indices if keepdim else indices.squeeze(d)
-
-    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        """The index of the (first) smallest value along `dim`."""
-        if dim is not None:
-            d = normalize_dim(_int_dim(dim, "argmin"), self.dim())
-            _check_reduced_dim(self, d, "argmin")
-        return (-self.detach()).argmax(dim, keepdim)
-
-    # ---- In-place operations -------------------------------------------------------------
-
-    def _inplace(self, compute: Callable[[Tensor], Tensor], keep_old: bool = False) -> Tensor:
-        """Write compute(current value) into self's cells; autograd records the new value.
-
-        `keep_old`: the recorded op saves the current value for its backward, so it gets
-        a copy of it (the write would otherwise overwrite what the backward reads).
-        """
-        _check_writable_memory(self)
-        recording = is_grad_enabled()
-        if recording:
-            _check_inplace(self, self.requires_grad)
-        old = self._retire_history() if recording and self.requires_grad else self.detach()
-        if recording and keep_old:
-            old._data, old._base = self.backend.contiguous(self._data), None
-        if recording:
-            result = compute(old)
-        else:
-            with no_grad():
-                result = compute(old)
-        if result.dtype.is_floating_point and not self.dtype.is_floating_point:
-            raise RuntimeError(
-                f"result type Float can't be cast to the desired output type Long (in-place "
-                f"op on a {self.dtype} tensor of shape {self.shape} with a {result.dtype} result)"
-            )
-        recording = recording and result.requires_grad
-        if recording:
-            _check_inplace(self, True)
-        result = result.to(self.dtype)
-        self.backend.copy_into(self._data, result.detach()._data)
-        if recording:
-            self._attach(result.history)  # type: ignore[arg-type]
-        self._bump_version()
-        return self
-
-    def _zip_inplace(
-        self: Tensor, op: int, other: Any, compute: Callable[[Tensor], Tensor],
-        saves_self: bool = False,
-    ) -> Tensor:  # fmt: skip
-        """Self = self op other: one launch into self's cells when autograd records nothing.
-
-        That is when neither takes part in a recorded graph and other is a float of
-        self's dtype whose cells self's writes cannot reach first; otherwise `_inplace`.
-        `saves_self`: the op's backward reads self's old value when other needs a
-        gradient (mul, div), so `_inplace` then keeps a copy of it.
-        """
-        _check_writable_memory(self)
-        operand = self._operand(other)
-        recording = is_grad_enabled()
-        if (
-            (recording and (self.requires_grad or operand.requires_grad))
-            or not self.dtype.is_floating_point
-            or operand.dtype is not self.dtype
-            or unsafe_overlap(self._data, operand._data)
-        ):
-            return self._inplace(compute, saves_self and recording and operand.requires_grad)
-        if recording:
-            _check_inplace(self, False)
-        self.backend.zip(op, self._data, operand._data, out=self._data)
-        self._bump_version()
-        return self
-
-    def add_(self, other: Any, alpha: float = 1.0) -> Tensor:
-        """Self += alpha * other, in place."""
-        if alpha != 1.0:
-            return self._inplace(lambda old: old + other * alpha)
-        return self._zip_inplace(ops.ADD, other, lambda old: old + other)
-
-    def sub_(self, other: Any, alpha: float = 1.0) -> Tensor:
-        """Self -= alpha * other, in place."""
-        if alpha != 1.0:
-            return self._inplace(lambda old: old - other * alpha)
-        return self._zip_inplace(ops.SUB, other, lambda old: old - other)
-
-    def mul_(self, other: Any) -> Tensor:
-        """Self *= other, in place."""
-        return self._zip_inplace(ops.MUL, other, lambda old: old * other, saves_self=True)
-
-    def div_(self, other: Any) -> Tensor:
-        """Self /= other, in place (an error on int64 tensors, as in PyTorch)."""
-        return self._zip_inplace(ops.DIV, other, lambda old: old / other, saves_self=True)
-
-    def zero_(self) -> Tensor:
-        """Set every cell to 0."""
-        return self.fill_(0)
-
-    def fill_(self, value: Any) -> Tensor:
-        """Set every cell to `value` (a number or a 0-dim tensor)."""
-        if getattr(value, "_is_minifw_tensor", False) and value.dim() != 0:
-            raise RuntimeError(
-                f"fill_ only supports 0-dimension value tensor but got tensor with "
-                f"{value.dim()} dimensions."
-            )
-        return self.copy_(value)
-
-    def copy_(self, src: Any) -> Tensor:
-        """Copy `src` (broadcast to self's shape, converted to self's dtype) into self."""
-
-        def compute(old: Tensor) -> Tensor:
-            source = old._operand(src)
-            if source.dtype.is_floating_point and not old.dtype.is_floating_point:
-                source = source.detach()  # floats are truncated into an int64 tensor
-            return source.to(old.dtype).expand(*old.shape)
-
-        return self._inplace(compute)
-
-    def __iadd__(self, other: Any) -> Tensor:
-        return self.add_(other)
-
-    def __isub__(self, other: Any) -> Tensor:
-        return self.sub_(other)
-
-    def __imul__(self, other: Any) -> Tensor:
-        return self.mul_(other)
-
-    def __itruediv__(self, other: Any) -> Tensor:
-        return self.div_(other)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        """`t[key] = value` in place, under PyTorch's in-place autograd rules.
-
-        Keys holding index tensors, lists or masks, and assignments that autograd must
-        record, go to `indexing.setitem`; the rest copy into a view.
-        """
-        try:
-            target = index_view(self._data, key)
-        except TypeError:
-            indexing.setitem(self, key, value)
-            return
-        _check_writable_memory(self)
-        value_grad = getattr(value, "_is_minifw_tensor", False) and value.requires_grad
-        if is_grad_enabled() and (self.requires_grad or value_grad):
-            if self.requires_grad and self.is_leaf:
-                raise RuntimeError(VIEW_OF_LEAF_ERROR)
-            indexing.setitem(self, key, value)  # recorded: gradients reach both sides
-            return
-        source = self._operand(value).detach()
-        if source.dtype.is_floating_point and not self.dtype.is_floating_point:
-            raise RuntimeError(
-                f"Index put requires the source and destination dtypes match, got "
-                f"{self.dtype} for the destination and {source.dtype} for the source."
-            )
-        self.backend.copy_into(target, source.to(self.dtype)._data)
-        self._bump_version()
-
-    # ---- Conversions: dtype, device, numpy, Python numbers, repr -------------------------
-
-    def to(self, *args: Any, **kwargs: Any) -> Tensor:
-        """This tensor with another dtype and/or device ("cpu", "cuda"); self if unchanged.
-
-        Accepts `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)` and
-        the keywords `dtype=` and `device=`, as PyTorch does.
-        """
-        if not kwargs and len(args) == 1 and args[0] is self.dtype:
-            return self  # the common no-op: already of that dtype
-        dtype, device = self.dtype, self.backend.device
-        options = {k: v for k, v in kwargs.items() if k not in _IGNORED_TO_OPTIONS}
-        for arg in list(args) + list(options.values()):
-            if is_device_like(arg):
-                device = device_type(arg)  # type: ignore[assignment]
-            elif is_tensor(arg):
-                dtype, device = arg.dtype, arg.backend.device
-            elif arg is not None:
-                dtype = dtypes.as_dtype(arg)
-        if dtype is self.dtype and device == self.backend.device:
-            return self
-        backend = self.backend if device == self.backend.device else default_backend(device)
-        if self.requires_grad and not dtype.is_floating_point:
-            return self.detach()._convert(dtype, backend)
-        return Cast.apply(self, dtype, backend)
-
-    def double(self) -> Tensor:
-        """As float64."""
-        return self.to(dtypes.float64)
-
-    def float(self) -> Tensor:
-        """As float32 (PyTorch's `float`; note minifw's default float dtype is float64)."""
-        return self.to(dtypes.float32)
-
-    def long(self) -> Tensor:
-        """As int64 (floats are truncated toward zero)."""
-        return self.to(dtypes.int64)
-
-    def type_as(self, other: Tensor) -> Tensor:
-        """As other's dtype."""
-        return self.to(other.dtype)
-
-    def is_floating_point(self) -> bool:
-        """True for float64 and float32 tensors."""
-        return self.dtype.is_floating_point
-
-    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
-        """A copy on the GPU (self if already there); `device` may name a GPU index."""
-        if device is not None and as_device(device).type != "cuda":
-            raise RuntimeError(f"Invalid device, must be cuda device (got {device})")
-        return self.to("cuda")
-
-    def cpu(self) -> Tensor:
-        """A copy on the CPU (self if already there)."""
-        return self.to("cpu")
-
-    def _convert(self, dtype: dtypes.DType, backend: TensorBackend) -> Tensor:
-        """A copy with `dtype` on `backend` (the same storage if nothing changes)."""
-        if backend.device == self.backend.device and dtype is self.dtype:
-            return self._wrap(self._data, backend)
-        if backend is self.backend and _BOOL in (dtype, self.dtype):
-            # one kernel on the device: no round trip through the host, and mf.compile
-            # can replay (and fuse) it, as it cannot a host cast
-            return logic.to_bool(self) if dtype is _BOOL else logic.from_bool(self, dtype)
-        host = self.backend.to_numpy(self._data).astype(dtype.numpy)
-        return self._wrap(backend.from_numpy(host), backend)
-
-    def numpy(self) -> np.ndarray:
-        """The values as a numpy array: sharing memory for CPU tensors, a copy otherwise."""
-        if self.requires_grad:
-            raise RuntimeError(
-                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
-                "instead."
-            )
-        if anyone_listening[0]:  # CPU reads launch nothing: tell the tools (mf.compile)
-            hooks.host_read(f"numpy() of a tensor of shape {self.shape}")
-        if self.backend.device != "cpu":
-            return self.backend.to_numpy(self._data)
-        return host_view(self._data)
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        values = self.detach().numpy()
-        if dtype is not None:
-            values = values.astype(dtype)
-        return values.copy() if copy else values
-
-    def tolist(self) -> Any:
-        """The values as (nested) Python lists; a number for a 0-dim tensor."""
-        return self.detach().numpy().tolist()
-
-    def item(self) -> Number:
-        """The value of a one-element tensor as a Python number."""
-        if self.numel() != 1:
-            raise RuntimeError(
-                f"a Tensor with {self.numel()} elements cannot be converted to Scalar"
-            )
-        return self.detach().numpy().reshape(-1)[0].item()  # type: ignore[no-any-return]
-
-    def __float__(self) -> builtins.float:
-        return builtins.float(self.item())
-
-    def __int__(self) -> int:
-        return int(self.item())
-
-    def __index__(self) -> int:
-        if self.dtype is not dtypes.int64 or self.numel() != 1:
-            raise TypeError(
-                "only integer tensors of a single element can be converted to an index"
-            )
-        return int(self.item())
-
-    def __bool__(self) -> bool:
-        if self.numel() != 1:
-            logic.check_bool_value(self)
-        return bool(self.item())
-
-    def __format__(self, spec: str) -> str:
-        if self.dim() == 0:
-            return format(self.item(), spec)
-        return format(repr(self), spec)
-
-    def __repr__(self) -> str:
-        body = format_values(self.detach().cpu().numpy(), len("tensor("))
-        extras = []
-        if self.backend.device != "cpu":
-            extras.append(f"device='{self.device}'")
-        if self.numel() == 0 and self.dim() != 1:
-            extras.append(f"size={self.shape}")
-        if self.dtype not in (dtypes.get_default_dtype(), dtypes.int64, _BOOL) or (
-            self.numel() == 0 and self.dtype in (dtypes.int64, _BOOL)
-        ):
-            extras.append(f"dtype={self.dtype}")
-        node = self.grad_fn
-        if node is not None:
-            extras.append(f"grad_fn=<{node.name()}>")
-        elif self._requires_grad:
-            extras.append("requires_grad=True")
-        return "tensor(" + add_suffixes(body, extras, len("tensor(")) + ")"
-
-    # ---- Low-level building blocks used by the Functions (no autograd) --------------------
-
-    # ---- SHAPE ----
-    # Shape functions and tensor creation of PyTorch's surface; see tensor/shaping.py.
-    def unflatten(self, dim: int, sizes: Any) -> Tensor:
-        """Dim `dim` split into `sizes` (one may be -1)."""
-        return shaping.unflatten(self, dim, sizes)
-
-    def movedim(self, source: Any, destination: Any) -> Tensor:
-        """A view with dims `source` moved to positions `destination`."""
-        return shaping.movedim(self, source, destination)
-
-    moveaxis = movedim
-
-    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
-        """A view with two dims swapped (an alias of transpose)."""
-        return self.transpose(axis0, axis1)
-
-    swapdims = swapaxes
-
-    def narrow(self, dim: int, start: int, length: int) -> Tensor:
-        """The view of `length` positions from `start` along `dim`."""
-        return shaping.narrow(self, dim, start, length)
-
-    def select(self, dim: int, index: int) -> Tensor:
-        """The view at `index` along `dim`, without that dim."""
-        return shaping.select(self, dim, index)
-
-    def broadcast_to(self, shape: Any) -> Tensor:
-        """A broadcast view with `shape` (as `expand`)."""
-        return shaping.broadcast_to(self, shape)
-
-    def split(self, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
-        """Views along `dim` of one size each (the last may be smaller), or of given sizes."""
-        return shaping.split(self, split_size, dim)
-
-    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-        """At most `chunks` views of equal size along `dim`."""
-        return shaping.chunk(self, chunks, dim)
-
-    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
-        """Views along `dim`: `n` nearly equal sections, or cut before each index."""
-        return shaping.tensor_split(self, indices_or_sections, dim)
-
-    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
-        """Every slice along `dim`, without that dim."""
-        return shaping.unbind(self, dim)
-
-    def flip(self, *dims: Any) -> Tensor:
-        """A copy with the cells reversed along `dims`."""
-        return shaping.flip(self, *dims)
-
-    def fliplr(self) -> Tensor:
-        """Flipped along dim 1."""
-        return shaping.fliplr(self)
-
-    def flipud(self) -> Tensor:
-        """Flipped along dim 0."""
-        return shaping.flipud(self)
-
-    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
-        """A copy with the cells shifted (wrapping around) along `dims`."""
-        return shaping.roll(self, shifts, dims)
-
-    def repeat(self, *sizes: Any) -> Tensor:
-        """A copy tiled `sizes[i]` times along each dim."""
-        return shaping.repeat(self, *sizes)
-
-    def tile(self, *dims: Any) -> Tensor:
-        """`repeat` with missing leading sizes taken as 1."""
-        return shaping.tile(self, *dims)
-
-    def repeat_interleave(
-        self, repeats: Any, dim: int | None = None, *, output_size: int | None = None
-    ) -> Tensor:
-        """Each cell (or slice along `dim`) repeated in place."""
-        return shaping.repeat_interleave(self, repeats, dim, output_size=output_size)
-
-    def diag(self, diagonal: int = 0) -> Tensor:
-        """A vector as a diagonal matrix, or a matrix's diagonal."""
-        return shaping.diag(self, diagonal)
-
-    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-        """The view of a diagonal of dims dim1 and dim2, as the last dim."""
-        return shaping.diagonal(self, offset, dim1, dim2)
-
-    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
-        """Matrices with the last dim on a diagonal."""
-        return shaping.diag_embed(self, offset, dim1, dim2)
-
-    def tril(self, diagonal: int = 0) -> Tensor:
-        """The lower triangle of the last two dims, zeros above."""
-        return shaping.tril(self, diagonal)
-
-    def triu(self, diagonal: int = 0) -> Tensor:
-        """The upper triangle of the last two dims, zeros below."""
-        return shaping.triu(self, diagonal)
-
-    def unsqueeze_(self, dim: int) -> Tensor:
-        """`unsqueeze` in place (on the shape; the cells stay)."""
-        return shaping.reshape_inplace(self, lambda t: t.unsqueeze(dim))
-
-    def squeeze_(self, dim: Any = None) -> Tensor:
-        """`squeeze` in place (on the shape; the cells stay)."""
-        return shaping.reshape_inplace(self, lambda t: t.squeeze(dim))
-
-    def t_(self) -> Tensor:
-        """`t` in place (on the strides; the cells stay)."""
-        return shaping.reshape_inplace(self, lambda t: t.t())
-
-    def transpose_(self, dim0: int, dim1: int) -> Tensor:
-        """`transpose` in place (on the strides; the cells stay)."""
-        return shaping.reshape_inplace(self, lambda t: t.transpose(dim0, dim1))
-
-    def new_tensor(self, data: Any, **options: Any) -> Tensor:
-        """A new tensor of `data`, with self's dtype and device unless given."""
-        return tensor(data, **_new_options(self, options))
-
-    def new_full(self, size: Any, fill_value: Any, **options: Any) -> Tensor:
-        """A tensor of `size` filled with `fill_value`, with self's dtype and device."""
-        from minifw.tensor.creation import full
-
-        return full(size, fill_value, **_new_options(self, options))
-
-    def new_zeros(self, *size: Any, **options: Any) -> Tensor:
-        """Zeros of `size`, with self's dtype and device."""
-        return self.new_full(shape_arg(size), 0, **options)
-
-    def new_ones(self, *size: Any, **options: Any) -> Tensor:
-        """Ones of `size`, with self's dtype and device."""
-        return self.new_full(shape_arg(size), 1, **options)
-
-    def new_empty(self, *size: Any, **options: Any) -> Tensor:
-        """A tensor of `size` (its values unset: zeros here), with self's dtype and device."""
-        return self.new_zeros(*size, **options)
-
-    # ---- end SHAPE ----
-
-    # ---- INDEX ----
-
-    def gather(self, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
-        """The values along `dim` at the positions `index` gives (index has self's dims)."""
-        return indexing.gather(self, dim, index)
-
-    def scatter(
-        self, dim: int, index: Tensor, src: Any = None, value: Any = None, *,
-        reduce: str | None = None,
-    ) -> Tensor:  # fmt: skip
-        """A copy with `src` (a tensor or number, or `value`) written at `index` along dim."""
-        return indexing.scatter(self, dim, index, src, value, reduce)
-
-    def scatter_(
-        self, dim: int, index: Tensor, src: Any = None, value: Any = None, *,
-        reduce: str | None = None,
-    ) -> Tensor:  # fmt: skip
-        """`scatter` into self's cells."""
-        return self._inplace(lambda old: indexing.scatter(old, dim, index, src, value, reduce))
-
-    def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
-        """A copy with `src` added at `index` along dim (repeated positions accumulate)."""
-        return indexing.scatter_add(self, dim, index, src)
-
-    def scatter_add_(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
-        """`scatter_add` into self's cells."""
-        return self._inplace(lambda old: indexing.scatter_add(old, dim, index, src))
-
-    def index_select(self, dim: int, index: Tensor) -> Tensor:
-        """The slices along `dim` at the positions of the 1-D `index` (a copy)."""
-        return indexing.index_select(self, dim, index)
-
-    def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
-        """A copy with `value` where the bool `mask` (broadcasting) is True."""
-        return indexing.masked_fill(self, mask, value)
-
-    def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
-        """Write `value` into the cells where `mask` is True."""
-        return indexing.masked_fill_(self, mask, value)
-
-    def masked_select(self, mask: Tensor) -> Tensor:
-        """The cells where the bool `mask` (broadcasting) is True, as a 1-D tensor."""
-        return indexing.masked_select(self, mask)
-
-    def take(self, index: Tensor) -> Tensor:
-        """The cells of the flattened tensor at `index`, in index's shape."""
-        return indexing.take(self, index)
-
-    def take_along_dim(self, indices: Tensor, dim: int | None = None) -> Tensor:
-        """`gather` along dim after broadcasting self and indices (flat if dim is None)."""
-        return indexing.take_along_dim(self, indices, dim)
-
-    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
-        """A copy with `values` written (or added) at `self[indices]`."""
-        key = indexing.indices_tuple(indices, "index_put")
-        return indexing.index_put(self, key, values, accumulate)
-
-    def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
-        """Write (or add, `accumulate`) `values` at `self[indices]`, in place."""
-        key = indexing.indices_tuple(indices, "index_put_")
-        return indexing.index_put_(self, key, values, accumulate)
-
-    def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
-        """A copy with `alpha * source` added to the slices along dim at the 1-D `index`."""
-        return indexing.index_add(self, dim, index, source, alpha)
-
-    def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
-        """`index_add` into self's cells."""
-        return self._inplace(lambda old: indexing.index_add(old, dim, index, source, alpha))
-
-    def index_copy(self, dim: int, index: Tensor, source: Tensor) -> Tensor:
-        """A copy with the slices along dim at `index` replaced by source's."""
-        return indexing.index_copy(self, dim, index, source)
-
-    def index_copy_(self, dim: int, index: Tensor, source: Tensor) -> Tensor:
-        """`index_copy` into self's cells."""
-        return self._inplace(lambda old: indexing.index_copy(old, dim, index, source))
-
-    def index_fill(self, dim: int, index: Tensor, value: Any) -> Tensor:
-        """A copy with `value` in the slices along dim at `index`."""
-        return indexing.index_fill(self, dim, index, value)
-
-    def index_fill_(self, dim: int, index: Tensor, value: Any) -> Tensor:
-        """`index_fill` into self's cells."""
-        return self._inplace(lambda old: indexing.index_fill(old, dim, index, value))
-
-    # ---- end INDEX ----
-
-    # ---- REDUCE ----
-    # Reductions, scans, linear algebra and sorting; see tensor/reductions.py,
-    # tensor/linalg.py and tensor/sorting.py (imported on use: they import this module).
-    def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-        """The product of all cells, or along `dim`."""
-        from minifw.tensor import reductions
-
-        return reductions.prod(self, dim, keepdim, dtype=dtype)
-
-    def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
-        """Running sums along `dim`."""
-        from minifw.tensor import reductions
-
-        return reductions.cumsum(self, dim, dtype=dtype)
-
-    def cumprod(self, dim: int, *, dtype: Any = None) -> Tensor:
-        """Running products along `dim`."""
-        from minifw.tensor import reductions
-
-        return reductions.cumprod(self, dim, dtype=dtype)
-
-    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
-        """log(sum(exp(self))) over `dim`, computed without overflow."""
-        from minifw.tensor import reductions
-
-        return reductions.logsumexp(self, dim, keepdim)
-
-    def norm(
-        self, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None
-    ) -> Tensor:
-        """The p-norm over `dim` (all dims if None); "fro" is the 2-norm."""
-        from minifw.tensor import reductions
-
-        return reductions.norm(self, p, dim, keepdim, dtype)
-
-    def amax(self, dim: Any = (), keepdim: bool = False) -> Tensor:
-        """The largest value over `dim` (an int or a tuple; () means every dim)."""
-        from minifw.tensor import reductions
-
-        return reductions.amax(self, dim, keepdim)
-
-    def amin(self, dim: Any = (), keepdim: bool = False) -> Tensor:
-        """The smallest value over `dim` (an int or a tuple; () means every dim)."""
-        from minifw.tensor import reductions
-
-        return reductions.amin(self, dim, keepdim)
-
-    def count_nonzero(self, dim: Any = None) -> Tensor:
-        """How many cells are not zero (over `dim`), as int64."""
-        from minifw.tensor import reductions
-
-        return reductions.count_nonzero(self, dim)
-
-    def mm(self, mat2: Tensor) -> Tensor:
-        """Matrix product of two 2-D tensors."""
-        from minifw.tensor import linalg
-
-        return linalg.mm(self, mat2)
-
-    def bmm(self, mat2: Tensor) -> Tensor:
-        """Batched matrix product of two 3-D tensors."""
-        from minifw.tensor import linalg
-
-        return linalg.bmm(self, mat2)
-
-    def mv(self, vec: Tensor) -> Tensor:
-        """Matrix-vector product."""
-        from minifw.tensor import linalg
-
-        return linalg.mv(self, vec)
-
-    def dot(self, other: Tensor) -> Tensor:
-        """Inner product of two 1-D tensors."""
-        from minifw.tensor import linalg
-
-        return linalg.dot(self, other)
-
-    def outer(self, vec2: Tensor) -> Tensor:
-        """Outer product of two 1-D tensors."""
-        from minifw.tensor import linalg
-
-        return linalg.outer(self, vec2)
-
-    ger = outer
-
-    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
-        """Return beta * self + alpha * (mat1 @ mat2)."""
-        from minifw.tensor import linalg
-
-        return linalg.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
-
-    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
-        """(values, indices) sorted along `dim`."""
-        from minifw.tensor import sorting
-
-        return sorting.sort(self, dim, descending, stable)
-
-    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
-        """The indices that sort self along `dim`."""
-        from minifw.tensor import sorting
-
-        return sorting.argsort(self, dim, descending, stable)
-
-    def msort(self) -> Tensor:
-        """Sorted along dim 0."""
-        from minifw.tensor import sorting
-
-        return sorting.msort(self)
-
-    def topk(
-        self, k: int, dim: int = -1, largest: bool = True,
-        sorted: bool = True,  # noqa: A002 - PyTorch's name
-    ) -> Any:  # fmt: skip
-        """(values, indices) of the k largest (or smallest) cells along `dim`."""
-        from minifw.tensor import sorting
-
-        return sorting.topk(self, k, dim, largest, sorted)
-
-    def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> Any:
-        """(value, index) of the k-th smallest cell along `dim`."""
-        from minifw.tensor import sorting
-
-        return sorting.kthvalue(self, k, dim, keepdim)
-
-    def unique(
-        self, sorted: bool = True,  # noqa: A002 - PyTorch's name
-        return_inverse: bool = False, return_counts: bool = False, dim: int | None = None,
-    ) -> Any:  # fmt: skip
-        """The distinct values (sorted), with inverse indices and counts if asked."""
-        from minifw.tensor import sorting
-
-        return sorting.unique(self, sorted, return_inverse, return_counts, dim)
-
-    def nonzero(self, *, as_tuple: bool = False) -> Any:
-        """Coordinates of the nonzero cells ((n, ndim) int64, or a tuple per dim)."""
-        from minifw.tensor import sorting
-
-        return sorting.nonzero(self, as_tuple=as_tuple)
-
-    def argwhere(self) -> Tensor:
-        """Coordinates of the nonzero cells, (n, ndim) int64."""
-        from minifw.tensor import sorting
-
-        return sorting.argwhere(self)
-
-    # ---- end REDUCE ----
-
-    # ---- MATH ----
-    # Elementwise math, rounding, clamp, division modes, comparisons by name and in-place
-    # variants; the work is in `math_ops.py` and the op table.
     def sin(self) -> Tensor:
         """Sine cell by cell."""
         return math_ops.floating_unary(self, ops.SIN)
@@ -1523,6 +724,8 @@ class Tensor:
         """The fractional part x - trunc(x) cell by cell."""
         return math_ops.frac(self)
 
+    # ---- Elementwise functions of two tensors, or with bounds ----------------------------
+
     def atan2(self, other: Any) -> Tensor:
         """The angle of the point (other, self) cell by cell."""
         return math_ops.atan2(self, other)
@@ -1555,275 +758,8 @@ class Tensor:
         """Self + weight * (end - self)."""
         return math_ops.lerp(self, end, weight)
 
-    def remainder(self, other: Any) -> Tensor:
-        """Self % other, with the sign of other."""
-        return math_ops.remainder(self, other)
+    # ---- Logic: bitwise and logical ops, all/any, special values, closeness --------------
 
-    def fmod(self, other: Any) -> Tensor:
-        """The remainder of self / other with the sign of self (C's fmod)."""
-        return math_ops.fmod(self, other)
-
-    def floor_divide(self, other: Any) -> Tensor:
-        """Self // other: the quotient rounded down."""
-        return math_ops.divide(self, other, "floor")
-
-    def __mod__(self, other: Any) -> Tensor:
-        return math_ops.remainder(self, other)
-
-    def __rmod__(self, other: Any) -> Tensor:
-        return math_ops.reverse_remainder(self, other)
-
-    def __floordiv__(self, other: Any) -> Tensor:
-        return math_ops.divide(self, other, "floor")
-
-    def __rfloordiv__(self, other: Any) -> Tensor:
-        return math_ops.reverse_floor_divide(self, other)
-
-    def __imod__(self, other: Any) -> Tensor:
-        return self.remainder_(other)
-
-    def __ifloordiv__(self, other: Any) -> Tensor:
-        return self.floor_divide_(other)
-
-    def add(self, other: Any, alpha: Any = 1) -> Tensor:
-        """Self + alpha * other."""
-        return math_ops.add(self, other, alpha)
-
-    def sub(self, other: Any, alpha: Any = 1) -> Tensor:
-        """Self - alpha * other."""
-        return math_ops.add(self, other, alpha, subtract=True)
-
-    subtract = sub
-
-    def mul(self, other: Any) -> Tensor:
-        """Self * other."""
-        return self.__mul__(other)
-
-    multiply = mul
-
-    def div(self, other: Any, rounding_mode: str | None = None) -> Tensor:
-        """Self / other; rounding_mode "floor" or "trunc" rounds the quotient."""
-        return math_ops.divide(self, other, rounding_mode)
-
-    divide = div
-
-    def true_divide(self, other: Any) -> Tensor:
-        """Self / other, always in a float dtype."""
-        return self.__truediv__(other)
-
-    def neg(self) -> Tensor:
-        """-self."""
-        return self.__neg__()
-
-    negative = neg
-
-    def eq(self, other: Any) -> Tensor:
-        """Self == other cell by cell."""
-        return self.__eq__(other)
-
-    def ne(self, other: Any) -> Tensor:
-        """Self != other cell by cell."""
-        return self.__ne__(other)
-
-    not_equal = ne
-
-    def lt(self, other: Any) -> Tensor:
-        """Self < other cell by cell."""
-        return self.__lt__(other)
-
-    less = lt
-
-    def le(self, other: Any) -> Tensor:
-        """Self <= other cell by cell."""
-        return self.__le__(other)
-
-    less_equal = le
-
-    def gt(self, other: Any) -> Tensor:
-        """Self > other cell by cell."""
-        return self.__gt__(other)
-
-    greater = gt
-
-    def ge(self, other: Any) -> Tensor:
-        """Self >= other cell by cell."""
-        return self.__ge__(other)
-
-    greater_equal = ge
-
-    # In place: `t.sin_()` writes t.sin() into t (the autograd rules of `_inplace`).
-    def relu_(self) -> Tensor:
-        """Relu in place."""
-        return self._inplace(Tensor.relu, keep_old=True)
-
-    def exp_(self) -> Tensor:
-        """E^x in place."""
-        return self._inplace(Tensor.exp, keep_old=True)
-
-    def log_(self) -> Tensor:
-        """Natural log in place."""
-        return self._inplace(Tensor.log, keep_old=True)
-
-    def sigmoid_(self) -> Tensor:
-        """Sigmoid in place."""
-        return self._inplace(Tensor.sigmoid, keep_old=True)
-
-    def tanh_(self) -> Tensor:
-        """Tanh in place."""
-        return self._inplace(Tensor.tanh, keep_old=True)
-
-    def sqrt_(self) -> Tensor:
-        """Square root in place."""
-        return self._inplace(Tensor.sqrt, keep_old=True)
-
-    def abs_(self) -> Tensor:
-        """|x| in place."""
-        return self._inplace(Tensor.abs, keep_old=True)
-
-    def reciprocal_(self) -> Tensor:
-        """1 / x in place."""
-        return self._inplace(Tensor.reciprocal, keep_old=True)
-
-    def neg_(self) -> Tensor:
-        """-x in place."""
-        return self._inplace(Tensor.neg)
-
-    negative_ = neg_
-
-    def pow_(self, exponent: Any) -> Tensor:
-        """Self ** exponent in place."""
-        return self._inplace(lambda old: old.pow(exponent), keep_old=True)
-
-    def sin_(self) -> Tensor:
-        """Sine in place."""
-        return self._inplace(Tensor.sin, keep_old=True)
-
-    def cos_(self) -> Tensor:
-        """Cosine in place."""
-        return self._inplace(Tensor.cos, keep_old=True)
-
-    def tan_(self) -> Tensor:
-        """Tangent in place."""
-        return self._inplace(Tensor.tan, keep_old=True)
-
-    def asin_(self) -> Tensor:
-        """Arcsine in place."""
-        return self._inplace(Tensor.asin, keep_old=True)
-
-    def acos_(self) -> Tensor:
-        """Arccosine in place."""
-        return self._inplace(Tensor.acos, keep_old=True)
-
-    def atan_(self) -> Tensor:
-        """Arctangent in place."""
-        return self._inplace(Tensor.atan, keep_old=True)
-
-    def sinh_(self) -> Tensor:
-        """Hyperbolic sine in place."""
-        return self._inplace(Tensor.sinh, keep_old=True)
-
-    def cosh_(self) -> Tensor:
-        """Hyperbolic cosine in place."""
-        return self._inplace(Tensor.cosh, keep_old=True)
-
-    def log1p_(self) -> Tensor:
-        """log(1 + x) in place."""
-        return self._inplace(Tensor.log1p, keep_old=True)
-
-    def expm1_(self) -> Tensor:
-        """E^x - 1 in place."""
-        return self._inplace(Tensor.expm1, keep_old=True)
-
-    def log2_(self) -> Tensor:
-        """Base-2 log in place."""
-        return self._inplace(Tensor.log2, keep_old=True)
-
-    def log10_(self) -> Tensor:
-        """Base-10 log in place."""
-        return self._inplace(Tensor.log10, keep_old=True)
-
-    def exp2_(self) -> Tensor:
-        """2^x in place."""
-        return self._inplace(Tensor.exp2, keep_old=True)
-
-    def rsqrt_(self) -> Tensor:
-        """1 / sqrt(x) in place."""
-        return self._inplace(Tensor.rsqrt, keep_old=True)
-
-    def erf_(self) -> Tensor:
-        """The error function in place."""
-        return self._inplace(Tensor.erf, keep_old=True)
-
-    def square_(self) -> Tensor:
-        """Square in place."""
-        return self._inplace(Tensor.square, keep_old=True)
-
-    def sign_(self) -> Tensor:
-        """Sign in place."""
-        return self._inplace(Tensor.sign, keep_old=True)
-
-    def floor_(self) -> Tensor:
-        """Round down in place."""
-        return self._inplace(Tensor.floor, keep_old=True)
-
-    def ceil_(self) -> Tensor:
-        """Round up in place."""
-        return self._inplace(Tensor.ceil, keep_old=True)
-
-    def round_(self, *, decimals: int = 0) -> Tensor:
-        """Round half to even in place."""
-        return self._inplace(lambda old: old.round(decimals=decimals), keep_old=True)
-
-    def trunc_(self) -> Tensor:
-        """Round toward zero in place."""
-        return self._inplace(Tensor.trunc, keep_old=True)
-
-    fix_ = trunc_
-
-    def frac_(self) -> Tensor:
-        """Fractional part in place."""
-        return self._inplace(Tensor.frac, keep_old=True)
-
-    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
-        """Clamp in place."""
-        return self._inplace(lambda old: old.clamp(min, max), keep_old=True)
-
-    clip_ = clamp_
-
-    def clamp_min_(self, min: Any) -> Tensor:  # noqa: A002
-        """Clamp below in place."""
-        return self._inplace(lambda old: old.clamp(min, None), keep_old=True)
-
-    def clamp_max_(self, max: Any) -> Tensor:  # noqa: A002
-        """Clamp above in place."""
-        return self._inplace(lambda old: old.clamp(None, max), keep_old=True)
-
-    def atan2_(self, other: Any) -> Tensor:
-        """Atan2(self, other), in place."""
-        return self._inplace(lambda old: old.atan2(other), keep_old=True)
-
-    def remainder_(self, other: Any) -> Tensor:
-        """Self % other in place."""
-        return self._inplace(lambda old: old.remainder(other), keep_old=True)
-
-    def fmod_(self, other: Any) -> Tensor:
-        """Fmod(self, other), in place."""
-        return self._inplace(lambda old: old.fmod(other), keep_old=True)
-
-    def floor_divide_(self, other: Any) -> Tensor:
-        """Self // other in place."""
-        return self._inplace(lambda old: old.floor_divide(other))
-
-    def lerp_(self, end: Tensor, weight: Any) -> Tensor:
-        """Self + weight * (end - self), in place."""
-        return self._inplace(lambda old: old.lerp(end, weight), keep_old=True)
-
-    # ---- end MATH ----
-
-    # ---- BOOL ----
-    # Logical and bitwise operators, all/any, closeness tests and special values; the
-    # work is in `logic.py`. Comparisons are `_compare` above; `bool()`, `int()` and
-    # `type()` close the class (their names would shadow the builtins in annotations).
     def __and__(self, other: Any) -> Tensor:
         return logic.bitwise(self, "and", other)
 
@@ -1841,15 +777,6 @@ class Tensor:
 
     def __invert__(self) -> Tensor:
         return logic.invert(self)
-
-    def __iand__(self, other: Any) -> Tensor:
-        return logic.bitwise_inplace(self, "and", other)
-
-    def __ior__(self, other: Any) -> Tensor:
-        return logic.bitwise_inplace(self, "or", other)
-
-    def __ixor__(self, other: Any) -> Tensor:
-        return logic.bitwise_inplace(self, "xor", other)
 
     def bitwise_and(self, other: Any) -> Tensor:
         """`self & other` (bool or int64)."""
@@ -1921,7 +848,870 @@ class Tensor:
         """True when self and other have the same shape and values."""
         return logic.equal(self, other)
 
-    # ---- end BOOL ----
+    # ---- Shape: views first, copies only when needed -------------------------------------
+
+    def view(self, *shape: Any) -> Tensor:
+        """The same cells under a new shape (one dim may be -1); never copies.
+
+        Raises PyTorch's error, suggesting `reshape`, when the strides do not allow it.
+        """
+        target = infer_shape(shape_arg(shape), self.numel(), self.shape)
+        return View.apply(self, target)
+
+    def view_as(self, other: Tensor) -> Tensor:
+        """View with other's shape."""
+        return self.view(other.shape)
+
+    def reshape(self, *shape: Any) -> Tensor:
+        """Like view, but copies when the strides do not allow a view."""
+        target = infer_shape(shape_arg(shape), self.numel(), self.shape)
+        if self._data.view(target) is not None:
+            return self.view(target)
+        out = Copy.apply(self).view(target)
+        out._base = None  # a fresh copy: in-place ops on it touch nobody else's cells
+        return out
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """Reshape to other's shape."""
+        return self.reshape(other.shape)
+
+    def contiguous(self) -> Tensor:
+        """Self if row-major already, else a row-major copy."""
+        return self if self.is_contiguous() else Copy.apply(self)
+
+    def clone(self) -> Tensor:
+        """A copy with its own storage (gradients flow back to self)."""
+        return Copy.apply(self)
+
+    def permute(self, *dims: Any) -> Tensor:
+        """A view with dims reordered: new dim i is old dim dims[i]."""
+        order = shape_arg(dims)
+        self._data.permute(*order)  # validates, with PyTorch's messages
+        return Permute.apply(self, tuple(normalize_dim(d, self.dim()) for d in order))
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        """A view with two dims swapped."""
+        order = list(range(self.dim()))
+        d0, d1 = normalize_dim(dim0, self.dim()), normalize_dim(dim1, self.dim())
+        order[d0], order[d1] = order[d1], order[d0]
+        return self.permute(*order)
+
+    def t(self) -> Tensor:
+        """The transpose of a matrix (a 0-D or 1-D tensor is returned as is)."""
+        if self.dim() > 2:
+            raise RuntimeError(
+                f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D"
+            )
+        return self.transpose(0, 1) if self.dim() == 2 else self.view(self.shape)
+
+    @property
+    def T(self) -> Tensor:
+        """All dims reversed (the transpose of a matrix)."""
+        return self.permute(*reversed(range(self.dim())))
+
+    @property
+    def mT(self) -> Tensor:
+        """The last two dims swapped (batched matrix transpose)."""
+        return self.transpose(-2, -1)
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        """A view with a new dim of size 1 at `dim` (negative dims count from the end)."""
+        d = normalize_dim(dim, self.dim() + 1)
+        return self.view(*self.shape[:d], 1, *self.shape[d:])
+
+    def squeeze(self, dim: Any = None) -> Tensor:
+        """A view without the size-1 dims (or without `dim`, if it has size 1)."""
+        if dim is None:
+            dims = {i for i, s in enumerate(self.shape) if s == 1}
+        else:
+            given = dim if isinstance(dim, tuple | list) else (dim,)
+            dims = {normalize_dim(d, self.dim()) for d in given}
+            dims = {d for d in dims if self.dim() and self.shape[d] == 1}
+        return self.view(*(s for i, s in enumerate(self.shape) if i not in dims))
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """The dims from start_dim to end_dim merged into one (a view when possible)."""
+        if self.dim() == 0:
+            return self.reshape(1)
+        start, end = normalize_dim(start_dim, self.dim()), normalize_dim(end_dim, self.dim())
+        if start > end:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        merged = numel_of(self.shape[start : end + 1])
+        return self.reshape(*self.shape[:start], merged, *self.shape[end + 1 :])
+
+    def unflatten(self, dim: int, sizes: Any) -> Tensor:
+        """Dim `dim` split into `sizes` (one may be -1)."""
+        return shaping.unflatten(self, dim, sizes)
+
+    def expand(self, *shape: Any) -> Tensor:
+        """A broadcast view with size-1 dims repeated to `shape` (-1 keeps a size)."""
+        return Expand.apply(self, shape_arg(shape))
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        """Expand to other's shape."""
+        return self.expand(*other.shape)
+
+    def broadcast_to(self, shape: Any) -> Tensor:
+        """A broadcast view with `shape` (as `expand`)."""
+        return shaping.broadcast_to(self, shape)
+
+    def movedim(self, source: Any, destination: Any) -> Tensor:
+        """A view with dims `source` moved to positions `destination`."""
+        return shaping.movedim(self, source, destination)
+
+    moveaxis = movedim
+
+    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+        """A view with two dims swapped (an alias of transpose)."""
+        return self.transpose(axis0, axis1)
+
+    swapdims = swapaxes
+
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+        """The view of `length` positions from `start` along `dim`."""
+        return shaping.narrow(self, dim, start, length)
+
+    def select(self, dim: int, index: int) -> Tensor:
+        """The view at `index` along `dim`, without that dim."""
+        return shaping.select(self, dim, index)
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        """Views along `dim` of one size each (the last may be smaller), or of given sizes."""
+        return shaping.split(self, split_size, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """At most `chunks` views of equal size along `dim`."""
+        return shaping.chunk(self, chunks, dim)
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        """Views along `dim`: `n` nearly equal sections, or cut before each index."""
+        return shaping.tensor_split(self, indices_or_sections, dim)
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        """Every slice along `dim`, without that dim."""
+        return shaping.unbind(self, dim)
+
+    def flip(self, *dims: Any) -> Tensor:
+        """A copy with the cells reversed along `dims`."""
+        return shaping.flip(self, *dims)
+
+    def fliplr(self) -> Tensor:
+        """Flipped along dim 1."""
+        return shaping.fliplr(self)
+
+    def flipud(self) -> Tensor:
+        """Flipped along dim 0."""
+        return shaping.flipud(self)
+
+    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
+        """A copy with the cells shifted (wrapping around) along `dims`."""
+        return shaping.roll(self, shifts, dims)
+
+    def repeat(self, *sizes: Any) -> Tensor:
+        """A copy tiled `sizes[i]` times along each dim."""
+        return shaping.repeat(self, *sizes)
+
+    def tile(self, *dims: Any) -> Tensor:
+        """`repeat` with missing leading sizes taken as 1."""
+        return shaping.tile(self, *dims)
+
+    def repeat_interleave(
+        self, repeats: Any, dim: int | None = None, *, output_size: int | None = None
+    ) -> Tensor:
+        """Each cell (or slice along `dim`) repeated in place."""
+        return shaping.repeat_interleave(self, repeats, dim, output_size=output_size)
+
+    def diag(self, diagonal: int = 0) -> Tensor:
+        """A vector as a diagonal matrix, or a matrix's diagonal."""
+        return shaping.diag(self, diagonal)
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        """The view of a diagonal of dims dim1 and dim2, as the last dim."""
+        return shaping.diagonal(self, offset, dim1, dim2)
+
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+        """Matrices with the last dim on a diagonal."""
+        return shaping.diag_embed(self, offset, dim1, dim2)
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """The lower triangle of the last two dims, zeros above."""
+        return shaping.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """The upper triangle of the last two dims, zeros below."""
+        return shaping.triu(self, diagonal)
+
+    def unsqueeze_(self, dim: int) -> Tensor:
+        """`unsqueeze` in place (on the shape; the cells stay)."""
+        return shaping.reshape_inplace(self, lambda t: t.unsqueeze(dim))
+
+    def squeeze_(self, dim: Any = None) -> Tensor:
+        """`squeeze` in place (on the shape; the cells stay)."""
+        return shaping.reshape_inplace(self, lambda t: t.squeeze(dim))
+
+    def t_(self) -> Tensor:
+        """`t` in place (on the strides; the cells stay)."""
+        return shaping.reshape_inplace(self, lambda t: t.t())
+
+    def transpose_(self, dim0: int, dim1: int) -> Tensor:
+        """`transpose` in place (on the strides; the cells stay)."""
+        return shaping.reshape_inplace(self, lambda t: t.transpose(dim0, dim1))
+
+    # ---- Indexing: reading and writing cells by key, index tensor or mask ----------------
+
+    def __getitem__(self, key: Any) -> Tensor:
+        try:
+            items = normalize_key(key)
+        except TypeError:  # an index tensor, list or mask: a copy (tensor/indexing.py)
+            return indexing.getitem(self, key)
+        return Index.apply(self, tuple(items))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """`t[key] = value` in place, under PyTorch's in-place autograd rules.
+
+        Keys holding index tensors, lists or masks, and assignments that autograd must
+        record, go to `indexing.setitem`; the rest copy into a view.
+        """
+        try:
+            target = index_view(self._data, key)
+        except TypeError:
+            indexing.setitem(self, key, value)
+            return
+        _check_writable_memory(self)
+        value_grad = getattr(value, "_is_minifw_tensor", False) and value.requires_grad
+        if is_grad_enabled() and (self.requires_grad or value_grad):
+            if self.requires_grad and self.is_leaf:
+                raise RuntimeError(VIEW_OF_LEAF_ERROR)
+            indexing.setitem(self, key, value)  # recorded: gradients reach both sides
+            return
+        source = self._operand(value).detach()
+        if source.dtype.is_floating_point and not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"Index put requires the source and destination dtypes match, got "
+                f"{self.dtype} for the destination and {source.dtype} for the source."
+            )
+        self.backend.copy_into(target, source.to(self.dtype)._data)
+        self._bump_version()
+
+    def gather(self, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+        """The values along `dim` at the positions `index` gives (index has self's dims)."""
+        return indexing.gather(self, dim, index)
+
+    def scatter(
+        self, dim: int, index: Tensor, src: Any = None, value: Any = None, *,
+        reduce: str | None = None,
+    ) -> Tensor:  # fmt: skip
+        """A copy with `src` (a tensor or number, or `value`) written at `index` along dim."""
+        return indexing.scatter(self, dim, index, src, value, reduce)
+
+    def scatter_(
+        self, dim: int, index: Tensor, src: Any = None, value: Any = None, *,
+        reduce: str | None = None,
+    ) -> Tensor:  # fmt: skip
+        """`scatter` into self's cells."""
+        return self._inplace(lambda old: indexing.scatter(old, dim, index, src, value, reduce))
+
+    def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """A copy with `src` added at `index` along dim (repeated positions accumulate)."""
+        return indexing.scatter_add(self, dim, index, src)
+
+    def scatter_add_(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """`scatter_add` into self's cells."""
+        return self._inplace(lambda old: indexing.scatter_add(old, dim, index, src))
+
+    def index_select(self, dim: int, index: Tensor) -> Tensor:
+        """The slices along `dim` at the positions of the 1-D `index` (a copy)."""
+        return indexing.index_select(self, dim, index)
+
+    def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
+        """A copy with `value` where the bool `mask` (broadcasting) is True."""
+        return indexing.masked_fill(self, mask, value)
+
+    def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
+        """Write `value` into the cells where `mask` is True."""
+        return indexing.masked_fill_(self, mask, value)
+
+    def masked_select(self, mask: Tensor) -> Tensor:
+        """The cells where the bool `mask` (broadcasting) is True, as a 1-D tensor."""
+        return indexing.masked_select(self, mask)
+
+    def take(self, index: Tensor) -> Tensor:
+        """The cells of the flattened tensor at `index`, in index's shape."""
+        return indexing.take(self, index)
+
+    def take_along_dim(self, indices: Tensor, dim: int | None = None) -> Tensor:
+        """`gather` along dim after broadcasting self and indices (flat if dim is None)."""
+        return indexing.take_along_dim(self, indices, dim)
+
+    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+        """A copy with `values` written (or added) at `self[indices]`."""
+        key = indexing.indices_tuple(indices, "index_put")
+        return indexing.index_put(self, key, values, accumulate)
+
+    def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+        """Write (or add, `accumulate`) `values` at `self[indices]`, in place."""
+        key = indexing.indices_tuple(indices, "index_put_")
+        return indexing.index_put_(self, key, values, accumulate)
+
+    def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+        """A copy with `alpha * source` added to the slices along dim at the 1-D `index`."""
+        return indexing.index_add(self, dim, index, source, alpha)
+
+    def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+        """`index_add` into self's cells."""
+        return self._inplace(lambda old: indexing.index_add(old, dim, index, source, alpha))
+
+    def index_copy(self, dim: int, index: Tensor, source: Tensor) -> Tensor:
+        """A copy with the slices along dim at `index` replaced by source's."""
+        return indexing.index_copy(self, dim, index, source)
+
+    def index_copy_(self, dim: int, index: Tensor, source: Tensor) -> Tensor:
+        """`index_copy` into self's cells."""
+        return self._inplace(lambda old: indexing.index_copy(old, dim, index, source))
+
+    def index_fill(self, dim: int, index: Tensor, value: Any) -> Tensor:
+        """A copy with `value` in the slices along dim at `index`."""
+        return indexing.index_fill(self, dim, index, value)
+
+    def index_fill_(self, dim: int, index: Tensor, value: Any) -> Tensor:
+        """`index_fill` into self's cells."""
+        return self._inplace(lambda old: indexing.index_fill(old, dim, index, value))
+
+    # ---- Reductions and scans ------------------------------------------------------------
+
+    def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Sum over `dim` (all dims if None); bools count as int64, as in PyTorch."""
+        dims = reduce_dims(dim, self.dim())
+        if self.dtype is _BOOL:
+            return Sum.apply(self.long(), dims, keepdim)
+        return Sum.apply(self, dims, keepdim)
+
+    def mean(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Average over `dim` (all dims if None)."""
+        if not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"mean(): could not infer output dtype. Input dtype must be either a floating "
+                f"point or complex dtype. Got: {self.dtype}"
+            )
+        dims = reduce_dims(dim, self.dim())
+        count = numel_of([self.shape[d] for d in dims])
+        return self.sum(dims, keepdim) / float(count)
+
+    def var(
+        self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None,
+    ) -> Tensor:  # fmt: skip
+        """Variance over `dim`, dividing by N - correction (1 by default), as PyTorch.
+
+        PyTorch's argument order: `var(dim, unbiased, keepdim)`; `unbiased=False` is
+        `correction=0`. With a single element and correction 1 the result is nan.
+        """
+        return reductions.var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(
+        self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None,
+    ) -> Tensor:  # fmt: skip
+        """Standard deviation over `dim` (the square root of `var`, same arguments).
+
+        Where the variance is 0 the gradient is 0, as in PyTorch (not 0 * inf = nan).
+        """
+        return reductions.std(self, dim, unbiased, keepdim, correction=correction)
+
+    def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The largest value; with `dim`, a (values, indices) pair like PyTorch's."""
+        if self.dtype is _BOOL:
+            return logic.bool_extreme(self.long().max(dim, keepdim))
+        if dim is None:
+            _check_nonempty(self, "max")
+            return MaxAll.apply(self)
+        d = normalize_dim(_int_dim(dim, "max"), self.dim())
+        _check_reduced_dim(self, d, "max")
+        indices = self.argmax(d, keepdim=True)
+        if self.dim() == 0:
+            return MaxResult(self.clone(), indices)
+        values = MaxAlong.apply(self, d, indices, keepdim)
+        return MaxResult(values, indices if keepdim else indices.squeeze(d))
+
+    def min(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The smallest value; with `dim`, a (values, indices) pair like PyTorch's."""
+        if self.dtype is _BOOL:
+            return logic.bool_extreme(self.long().min(dim, keepdim))
+        if dim is None:
+            _check_nonempty(self, "min")
+            return -((-self).max())
+        _check_reduced_dim(self, normalize_dim(_int_dim(dim, "min"), self.dim()), "min")
+        values, indices = (-self).max(dim, keepdim)
+        return MaxResult(-values, indices)
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the (first) largest value along `dim` (of the flattened tensor if None)."""
+        if dim is None:
+            flat = self.detach().reshape(-1)
+            out = flat.argmax(0)
+            return out.view(*([1] * self.dim())) if keepdim else out
+        d = normalize_dim(_int_dim(dim, "argmax"), self.dim())
+        _check_reduced_dim(self, d, "argmax")
+        if self.dim() == 0:
+            return self._full((), 0).long()
+        with no_grad():
+            x = self.detach()
+            best = x._reduce(ops.MAX, d)
+            # int64 marks and positions: no dtype cast (a host round trip mf.compile refuses)
+            hits = x._zip(ops.EQ, best, np.int64)
+            if x.dtype.is_floating_point:  # a nan is the max (as in PyTorch): mark the nans
+                hits = hits._zip(ops.ADD, x._zip(ops.NE, x, np.int64))
+            # Position i along d scores n - i where marked, 0 elsewhere: the first mark
+            # scores highest, and n minus the best score is its index.
+            n, shape = x.shape[d], [1] * x.dim()
+            shape[d] = n
+            countdown = x._arange(n, dtypes.int64, countdown=True).view(*shape)
+            best_score = hits._zip(ops.MUL, countdown)._reduce(ops.MAX, d)
+            indices = best_score._scalar_like(n)._zip(ops.SUB, best_score)
+        return indices if keepdim else indices.squeeze(d)
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the (first) smallest value along `dim`."""
+        if dim is not None:
+            d = normalize_dim(_int_dim(dim, "argmin"), self.dim())
+            _check_reduced_dim(self, d, "argmin")
+        return (-self.detach()).argmax(dim, keepdim)
+
+    def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        """The product of all cells, or along `dim`."""
+        return reductions.prod(self, dim, keepdim, dtype=dtype)
+
+    def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
+        """Running sums along `dim`."""
+        return reductions.cumsum(self, dim, dtype=dtype)
+
+    def cumprod(self, dim: int, *, dtype: Any = None) -> Tensor:
+        """Running products along `dim`."""
+        return reductions.cumprod(self, dim, dtype=dtype)
+
+    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
+        """log(sum(exp(self))) over `dim`, computed without overflow."""
+        return reductions.logsumexp(self, dim, keepdim)
+
+    def norm(
+        self, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None
+    ) -> Tensor:
+        """The p-norm over `dim` (all dims if None); "fro" is the 2-norm."""
+        return reductions.norm(self, p, dim, keepdim, dtype)
+
+    def amax(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+        """The largest value over `dim` (an int or a tuple; () means every dim)."""
+        return reductions.amax(self, dim, keepdim)
+
+    def amin(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+        """The smallest value over `dim` (an int or a tuple; () means every dim)."""
+        return reductions.amin(self, dim, keepdim)
+
+    def count_nonzero(self, dim: Any = None) -> Tensor:
+        """How many cells are not zero (over `dim`), as int64."""
+        return reductions.count_nonzero(self, dim)
+
+    # ---- Linear algebra ------------------------------------------------------------------
+
+    def mm(self, mat2: Tensor) -> Tensor:
+        """Matrix product of two 2-D tensors."""
+        return linalg.mm(self, mat2)
+
+    def bmm(self, mat2: Tensor) -> Tensor:
+        """Batched matrix product of two 3-D tensors."""
+        return linalg.bmm(self, mat2)
+
+    def mv(self, vec: Tensor) -> Tensor:
+        """Matrix-vector product."""
+        return linalg.mv(self, vec)
+
+    def dot(self, other: Tensor) -> Tensor:
+        """Inner product of two 1-D tensors."""
+        return linalg.dot(self, other)
+
+    def outer(self, vec2: Tensor) -> Tensor:
+        """Outer product of two 1-D tensors."""
+        return linalg.outer(self, vec2)
+
+    ger = outer
+
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """Return beta * self + alpha * (mat1 @ mat2)."""
+        return linalg.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    # ---- Sorting and searching -----------------------------------------------------------
+
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+        """(values, indices) sorted along `dim`."""
+        return sorting.sort(self, dim, descending, stable)
+
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+        """The indices that sort self along `dim`."""
+        return sorting.argsort(self, dim, descending, stable)
+
+    def msort(self) -> Tensor:
+        """Sorted along dim 0."""
+        return sorting.msort(self)
+
+    def topk(
+        self, k: int, dim: int = -1, largest: bool = True,
+        sorted: bool = True,  # noqa: A002 - PyTorch's name
+    ) -> Any:  # fmt: skip
+        """(values, indices) of the k largest (or smallest) cells along `dim`."""
+        return sorting.topk(self, k, dim, largest, sorted)
+
+    def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+        """(value, index) of the k-th smallest cell along `dim`."""
+        return sorting.kthvalue(self, k, dim, keepdim)
+
+    def unique(
+        self, sorted: bool = True,  # noqa: A002 - PyTorch's name
+        return_inverse: bool = False, return_counts: bool = False, dim: int | None = None,
+    ) -> Any:  # fmt: skip
+        """The distinct values (sorted), with inverse indices and counts if asked."""
+        return sorting.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def nonzero(self, *, as_tuple: bool = False) -> Any:
+        """Coordinates of the nonzero cells ((n, ndim) int64, or a tuple per dim)."""
+        return sorting.nonzero(self, as_tuple=as_tuple)
+
+    def argwhere(self) -> Tensor:
+        """Coordinates of the nonzero cells, (n, ndim) int64."""
+        return sorting.argwhere(self)
+
+    # ---- In-place operations (the elementwise functions' twins are made below the class) ----
+
+    def _inplace(self, compute: Callable[[Tensor], Tensor], keep_old: bool = False) -> Tensor:
+        """Write compute(current value) into self's cells; autograd records the new value.
+
+        `keep_old`: the recorded op saves the current value for its backward, so it gets
+        a copy of it (the write would otherwise overwrite what the backward reads).
+        """
+        _check_writable_memory(self)
+        recording = is_grad_enabled()
+        if recording:
+            _check_inplace(self, self.requires_grad)
+        old = self._retire_history() if recording and self.requires_grad else self.detach()
+        if recording and keep_old:
+            old._data, old._base = self.backend.contiguous(self._data), None
+        if recording:
+            result = compute(old)
+        else:
+            with no_grad():
+                result = compute(old)
+        if result.dtype.is_floating_point and not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"result type Float can't be cast to the desired output type Long (in-place "
+                f"op on a {self.dtype} tensor of shape {tuple(self.shape)} with a "
+                f"{result.dtype} result)"
+            )
+        recording = recording and result.requires_grad
+        if recording:
+            _check_inplace(self, True)
+        result = result.to(self.dtype)
+        self.backend.copy_into(self._data, result.detach()._data)
+        if recording:
+            self._attach(result.history)  # type: ignore[arg-type]
+        self._bump_version()
+        return self
+
+    def _zip_inplace(
+        self: Tensor, op: int, other: Any, compute: Callable[[Tensor], Tensor],
+        saves_self: bool = False,
+    ) -> Tensor:  # fmt: skip
+        """Self = self op other: one launch into self's cells when autograd records nothing.
+
+        That is when neither takes part in a recorded graph and other is a float of
+        self's dtype whose cells self's writes cannot reach first; otherwise `_inplace`.
+        `saves_self`: the op's backward reads self's old value when other needs a
+        gradient (mul, div), so `_inplace` then keeps a copy of it.
+        """
+        _check_writable_memory(self)
+        operand = self._operand(other)
+        recording = is_grad_enabled()
+        if (
+            (recording and (self.requires_grad or operand.requires_grad))
+            or not self.dtype.is_floating_point
+            or operand.dtype is not self.dtype
+            or unsafe_overlap(self._data, operand._data)
+        ):
+            return self._inplace(compute, saves_self and recording and operand.requires_grad)
+        if recording:
+            _check_inplace(self, False)
+        self.backend.zip(op, self._data, operand._data, out=self._data)
+        self._bump_version()
+        return self
+
+    def add_(self, other: Any, alpha: float = 1.0) -> Tensor:
+        """Self += alpha * other, in place."""
+        if alpha != 1.0:
+            return self._inplace(lambda old: old + other * alpha)
+        return self._zip_inplace(ops.ADD, other, lambda old: old + other)
+
+    def sub_(self, other: Any, alpha: float = 1.0) -> Tensor:
+        """Self -= alpha * other, in place."""
+        if alpha != 1.0:
+            return self._inplace(lambda old: old - other * alpha)
+        return self._zip_inplace(ops.SUB, other, lambda old: old - other)
+
+    def mul_(self, other: Any) -> Tensor:
+        """Self *= other, in place."""
+        return self._zip_inplace(ops.MUL, other, lambda old: old * other, saves_self=True)
+
+    def div_(self, other: Any) -> Tensor:
+        """Self /= other, in place (an error on int64 tensors, as in PyTorch)."""
+        return self._zip_inplace(ops.DIV, other, lambda old: old / other, saves_self=True)
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self.div_(other)
+
+    def __imod__(self, other: Any) -> Tensor:
+        return self._inplace(lambda old: old.remainder(other), keep_old=True)
+
+    def __ifloordiv__(self, other: Any) -> Tensor:
+        return self._inplace(lambda old: old.floor_divide(other))
+
+    def __iand__(self, other: Any) -> Tensor:
+        return logic.bitwise_inplace(self, "and", other)
+
+    def __ior__(self, other: Any) -> Tensor:
+        return logic.bitwise_inplace(self, "or", other)
+
+    def __ixor__(self, other: Any) -> Tensor:
+        return logic.bitwise_inplace(self, "xor", other)
+
+    def pow_(self, exponent: Any) -> Tensor:
+        """Self ** exponent in place."""
+        return self._inplace(lambda old: old.pow(exponent), keep_old=True)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        """Clamp in place."""
+        return self._inplace(lambda old: old.clamp(min, max), keep_old=True)
+
+    clip_ = clamp_
+
+    def clamp_min_(self, min: Any) -> Tensor:  # noqa: A002
+        """Clamp below in place."""
+        return self._inplace(lambda old: old.clamp(min, None), keep_old=True)
+
+    def clamp_max_(self, max: Any) -> Tensor:  # noqa: A002
+        """Clamp above in place."""
+        return self._inplace(lambda old: old.clamp(None, max), keep_old=True)
+
+    def lerp_(self, end: Tensor, weight: Any) -> Tensor:
+        """Self + weight * (end - self), in place."""
+        return self._inplace(lambda old: old.lerp(end, weight), keep_old=True)
+
+    def zero_(self) -> Tensor:
+        """Set every cell to 0."""
+        return self.fill_(0)
+
+    def fill_(self, value: Any) -> Tensor:
+        """Set every cell to `value` (a number or a 0-dim tensor)."""
+        if getattr(value, "_is_minifw_tensor", False) and value.dim() != 0:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value.dim()} dimensions."
+            )
+        return self.copy_(value)
+
+    def copy_(self, src: Any) -> Tensor:
+        """Copy `src` (broadcast to self's shape, converted to self's dtype) into self."""
+
+        def compute(old: Tensor) -> Tensor:
+            source = old._operand(src)
+            if source.dtype.is_floating_point and not old.dtype.is_floating_point:
+                source = source.detach()  # floats are truncated into an int64 tensor
+            return source.to(old.dtype).expand(*old.shape)
+
+        return self._inplace(compute)
+
+    # ---- New tensors like this one -------------------------------------------------------
+
+    def new_tensor(self, data: Any, **options: Any) -> Tensor:
+        """A new tensor of `data`, with self's dtype and device unless given."""
+        return tensor(data, **_new_options(self, options))
+
+    def new_full(self, size: Any, fill_value: Any, **options: Any) -> Tensor:
+        """A tensor of `size` filled with `fill_value`, with self's dtype and device."""
+        return creation.full(size, fill_value, **_new_options(self, options))
+
+    def new_zeros(self, *size: Any, **options: Any) -> Tensor:
+        """Zeros of `size`, with self's dtype and device."""
+        return self.new_full(shape_arg(size), 0, **options)
+
+    def new_ones(self, *size: Any, **options: Any) -> Tensor:
+        """Ones of `size`, with self's dtype and device."""
+        return self.new_full(shape_arg(size), 1, **options)
+
+    def new_empty(self, *size: Any, **options: Any) -> Tensor:
+        """A tensor of `size` (its values unset: zeros here), with self's dtype and device."""
+        return self.new_zeros(*size, **options)
+
+    # ---- Conversions: dtype, device, numpy, Python numbers, repr -------------------------
+
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """This tensor with another dtype and/or device ("cpu", "cuda"); self if unchanged.
+
+        Accepts `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)` and
+        the keywords `dtype=` and `device=`, as PyTorch does.
+        """
+        if not kwargs and len(args) == 1 and args[0] is self.dtype:
+            return self  # the common no-op: already of that dtype
+        dtype, device = self.dtype, self.backend.device
+        options = {k: v for k, v in kwargs.items() if k not in _IGNORED_TO_OPTIONS}
+        for arg in list(args) + list(options.values()):
+            if is_device_like(arg):
+                device = device_type(arg)  # type: ignore[assignment]
+            elif is_tensor(arg):
+                dtype, device = arg.dtype, arg.backend.device
+            elif arg is not None:
+                dtype = dtypes.as_dtype(arg)
+        if dtype is self.dtype and device == self.backend.device:
+            return self
+        backend = self.backend if device == self.backend.device else default_backend(device)
+        if self.requires_grad and not dtype.is_floating_point:
+            return self.detach()._convert(dtype, backend)
+        return Cast.apply(self, dtype, backend)
+
+    def double(self) -> Tensor:
+        """As float64."""
+        return self.to(dtypes.float64)
+
+    def float(self) -> Tensor:
+        """As float32 (PyTorch's `float`; note minifw's default float dtype is float64)."""
+        return self.to(dtypes.float32)
+
+    def long(self) -> Tensor:
+        """As int64 (floats are truncated toward zero)."""
+        return self.to(dtypes.int64)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        """As other's dtype."""
+        return self.to(other.dtype)
+
+    def is_floating_point(self) -> bool:
+        """True for float64 and float32 tensors."""
+        return self.dtype.is_floating_point
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
+        """A copy on the GPU (self if already there); `device` may name a GPU index."""
+        if device is not None and as_device(device).type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device (got {device})")
+        return self.to("cuda")
+
+    def cpu(self) -> Tensor:
+        """A copy on the CPU (self if already there)."""
+        return self.to("cpu")
+
+    def pin_memory(self, device: Any = None) -> Tensor:
+        """Self: minifw never pins host memory. Without a GPU, PyTorch's RuntimeError."""
+        del device
+        if not cuda_available():
+            raise RuntimeError(
+                "Cannot access accelerator device when none is available. (minifw found no "
+                "GPU; pinned memory only speeds up copies to one)"
+            )
+        return self
+
+    def is_pinned(self, device: Any = None) -> bool:
+        """False: minifw never pins host memory."""
+        del device
+        return False
+
+    def _convert(self, dtype: dtypes.DType, backend: TensorBackend) -> Tensor:
+        """A copy with `dtype` on `backend` (the same storage if nothing changes)."""
+        if backend.device == self.backend.device and dtype is self.dtype:
+            return self._wrap(self._data, backend)
+        if backend is self.backend and _BOOL in (dtype, self.dtype):
+            # one kernel on the device: no round trip through the host, and mf.compile
+            # can replay (and fuse) it, as it cannot a host cast
+            return logic.to_bool(self) if dtype is _BOOL else logic.from_bool(self, dtype)
+        host = self.backend.to_numpy(self._data).astype(dtype.numpy)
+        return self._wrap(backend.from_numpy(host), backend)
+
+    def numpy(self) -> np.ndarray:
+        """The values as a numpy array: sharing memory for CPU tensors, a copy otherwise."""
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        if anyone_listening[0]:  # CPU reads launch nothing: tell the tools (mf.compile)
+            hooks.host_read(f"numpy() of a tensor of shape {tuple(self.shape)}")
+        if self.backend.device != "cpu":
+            return self.backend.to_numpy(self._data)
+        return host_view(self._data)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        values = self.detach().numpy()
+        if dtype is not None:
+            values = values.astype(dtype)
+        return values.copy() if copy else values
+
+    def tolist(self) -> Any:
+        """The values as (nested) Python lists; a number for a 0-dim tensor."""
+        return self.detach().numpy().tolist()
+
+    def item(self) -> Number:
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"a Tensor with {self.numel()} elements cannot be converted to Scalar"
+            )
+        return self.detach().numpy().reshape(-1)[0].item()  # type: ignore[no-any-return]
+
+    def __float__(self) -> builtins.float:
+        return builtins.float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype is not dtypes.int64 or self.numel() != 1:
+            raise TypeError(
+                "only integer tensors of a single element can be converted to an index"
+            )
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            logic.check_bool_value(self)
+        return bool(self.item())
+
+    def __format__(self, spec: str) -> str:
+        if self.dim() == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    def __repr__(self) -> str:
+        body = format_values(self.detach().cpu().numpy(), len("tensor("))
+        extras = []
+        if self.backend.device != "cpu":
+            extras.append(f"device='{self.device}'")
+        if self.numel() == 0 and self.dim() != 1:
+            extras.append(f"size={tuple(self.shape)}")
+        if self.dtype not in (dtypes.get_default_dtype(), dtypes.int64, _BOOL) or (
+            self.numel() == 0 and self.dtype in (dtypes.int64, _BOOL)
+        ):
+            extras.append(f"dtype={self.dtype}")
+        node = self.grad_fn
+        if node is not None:
+            extras.append(f"grad_fn=<{node.name()}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + add_suffixes(body, extras, len("tensor(")) + ")"
+
+    # ---- Building blocks of the Functions and kernels' callers (no autograd) -------------
 
     def _new(self, data: TensorData) -> Tensor:
         return Tensor(data, self.backend)
@@ -2012,17 +1802,12 @@ class Tensor:
             if other.backend.device != self.backend.device:
                 raise RuntimeError(
                     "Expected all tensors to be on the same device, but found at least two "
-                    f"devices, {self.device} and {other.device}! (shapes {self.shape} and "
-                    f"{other.shape})"
+                    f"devices, {self.device} and {other.device}! (shapes {tuple(self.shape)} and "
+                    f"{tuple(other.shape)})"
                 )
             return other  # type: ignore[no-any-return]
         if isinstance(other, bool | int | float | np.number):
-            dtype = self.dtype
-            if isinstance(other, float | np.floating):
-                if not dtype.is_floating_point:
-                    dtype = dtypes.get_default_dtype()
-            elif dtype is _BOOL and not isinstance(other, bool | np.bool_):
-                dtype = dtypes.int64  # PyTorch: bool tensor + int is int64
+            dtype = dtypes.scalar_dtype(self.dtype, other)  # bool tensor + int is int64
             return Tensor(self.backend.full((), other, dtype.numpy), self.backend)  # type: ignore[arg-type]
         return tensor(other, backend=self.backend)
 
@@ -2046,7 +1831,15 @@ class Tensor:
         """What `nn.Parameter(self)` returns: a parameter sharing self's storage."""
         return TensorParameter(self.detach(), requires_grad)
 
-    # ---- BOOL: conversions named like builtins, last in the class ----
+    def __getattr__(self, name: str) -> Any:
+        """Only for missing names: one PyTorch leaves out on purpose says why."""
+        refused = unsupported.refuse("torch.Tensor", name)
+        if refused is not None:
+            raise refused
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
+
+    # ---- Conversions named like builtins, last (the annotations above mean the builtins) ----
+
     def bool(self) -> Tensor:
         """As bool: True where nonzero (nan counts as True)."""
         return self.to(_BOOL)
@@ -2058,13 +1851,6 @@ class Tensor:
     def type(self, dtype: Any = None, non_blocking: Any = False) -> Any:
         """PyTorch's type string ('torch.FloatTensor') without `dtype`, else self as `dtype`."""
         return logic.type_of(self, dtype)
-
-    def __getattr__(self, name: str) -> Any:
-        """Only for missing names: one PyTorch leaves out on purpose says why."""
-        refused = unsupported.refuse("torch.Tensor", name)
-        if refused is not None:
-            raise refused
-        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
 
 
 def tensor(
@@ -2157,7 +1943,7 @@ def backend_for(device: Any, backend: Any) -> TensorBackend:
 
 
 def _new_options(t: Tensor, options: dict[str, Any]) -> dict[str, Any]:
-    """The creation options of `t.new_*`: t's dtype and backend unless given (SHAPE)."""
+    """The creation options of `t.new_*`: t's dtype and backend unless given."""
     options.setdefault("dtype", t.dtype)
     if options.get("device") is None and options.get("backend") is None:
         options["backend"] = t.backend
@@ -2167,9 +1953,6 @@ def _new_options(t: Tensor, options: dict[str, Any]) -> dict[str, Any]:
 def wrap(data: TensorData, backend: TensorBackend) -> Tensor:
     """A tensor over existing TensorData (no copy)."""
     return Tensor(data, backend)
-
-
-__all__ = ["Tensor", "backend_for", "tensor", "wrap"]
 
 
 class TensorParameter(Tensor):
@@ -2264,7 +2047,7 @@ def _check_reduced_dim(t: Tensor, dim: int, name: str) -> None:
     if t.dim() and t.shape[dim] == 0:
         raise IndexError(
             f"{name}(): Expected reduction dim {dim} to have non-zero size. (input shape "
-            f"{t.shape})"
+            f"{tuple(t.shape)})"
         )
 
 
@@ -2273,7 +2056,7 @@ def _check_writable_memory(t: Tensor) -> None:
     base = t._data.base
     if isinstance(base, np.ndarray) and not base.flags.writeable:
         raise RuntimeError(
-            f"in-place operation on a tensor of shape {t.shape} whose memory is read-only: "
+            f"in-place operation on a tensor of shape {tuple(t.shape)} whose memory is read-only: "
             "it shares a non-writable numpy array (mf.from_numpy of a read-only or "
             "np.broadcast_to array). Write into a copy (t = t.clone()) or pass a writable "
             "array (array.copy())"
@@ -2284,7 +2067,7 @@ def _check_nonempty(t: Tensor, name: str) -> None:
     if t.numel() == 0:
         raise RuntimeError(
             f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
-            f"Specify the reduction dim with the 'dim' argument. (input shape {t.shape})"
+            f"Specify the reduction dim with the 'dim' argument. (input shape {tuple(t.shape)})"
         )
 
 
@@ -2323,3 +2106,30 @@ def host_view(data: TensorData) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(
         data.storage, data.shape, tuple(s * item for s in data.strides)
     )
+
+
+def _in_place_twin(method: str) -> Callable[..., Tensor]:
+    """`t.<method>_(...)`: t.<method>(...) written into t's cells (the rules of `_inplace`)."""
+
+    def twin(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return self._inplace(lambda old: getattr(old, method)(*args, **kwargs), keep_old=True)
+
+    twin.__name__ = f"{method}_"
+    twin.__qualname__ = f"Tensor.{method}_"
+    twin.__doc__ = f"`{method}` in place: self's cells become self.{method}(...)."
+    return twin
+
+
+def add_in_place_twins(cls: type[Tensor]) -> None:
+    """Give `cls` the in-place twin of each op table method and alias it does not define."""
+    for name, value in list(vars(cls).items()):
+        if getattr(value, "__name__", None) in ops.METHODS and name + "_" not in vars(cls):
+            setattr(cls, name + "_", _in_place_twin(name))
+
+
+add_in_place_twins(Tensor)
+
+# These modules import Tensor from this one: imported once it is defined (a cycle).
+from minifw.tensor import creation, linalg, reductions, sorting  # noqa: E402
+
+__all__ = ["Tensor", "add_in_place_twins", "backend_for", "tensor", "wrap"]
