@@ -137,7 +137,8 @@ class TensorBackend:
     # The four launches
     def map(self, op: int, a: TensorData, out: TensorData | None = None) -> TensorData:
         """Apply unary `op` to every cell; write into `out` (a broadcast target) if given."""
-        operators.check_op("map", op, 1)
+        if op not in operators.UNARY_FUNCTIONS:  # refused before anything runs
+            operators.check_op("map", op, 1)
         self._check_device("map", a)
         kind = "map"  # for listeners (core/hooks.py)
         if out is None:
@@ -168,7 +169,8 @@ class TensorBackend:
         input (same cells, same layout: `a = a op b` in place); any other overlap raises,
         since a kernel would read cells it has already overwritten.
         """
-        operators.check_op("zip", op, 2)
+        if op not in operators.BINARY_FUNCTIONS:  # refused before anything runs
+            operators.check_op("zip", op, 2)
         self._check_device("zip", a, b)
         dtype = a._storage.dtype
         if dtype != b._storage.dtype:
@@ -179,7 +181,7 @@ class TensorBackend:
             out = self.empty(shape, out_dtype or dtype)
         else:
             kind = "zip_into"
-            inputs = f" (inputs {a.shape} and {b.shape})"
+            inputs = f" (inputs {tuple(a.shape)} and {tuple(b.shape)})"
             self._check_out("zip", out, shape, np.dtype(out_dtype or dtype), inputs)
             _check_no_overlap("zip", out, (a, b))
         if out.size:
@@ -196,7 +198,8 @@ class TensorBackend:
             raise ValueError(f"op {operators.BINARY_NAMES.get(op, op)} is not a reduction")
         if not 0 <= dim < max(a.dims, 1):
             raise IndexError(
-                f"Dimension out of range (reduce over dim {dim} of a tensor of shape {a.shape})"
+                f"Dimension out of range (reduce over dim {dim} of a tensor of shape "
+                f"{tuple(a.shape)})"
             )
         if a.dims == 0:
             return self.map(operators.ID, a)
@@ -209,7 +212,7 @@ class TensorBackend:
         if a.shape[dim] == 0 and op in (operators.MAX, operators.MIN):
             raise RuntimeError(
                 f"max/min(): Expected reduction dim {dim} to have non-zero size "
-                f"(input shape {a.shape})"
+                f"(input shape {tuple(a.shape)})"
             )
         out = self.full(shape, start, dtype)
         if out.size and a.size:
@@ -241,7 +244,8 @@ class TensorBackend:
         if a3.shape[-1] != b3.shape[-2]:
             raise RuntimeError(
                 f"mat1 and mat2 shapes cannot be multiplied "
-                f"({_rows_cols(a3)} and {_rows_cols(b3)}): operand shapes {a.shape} @ {b.shape}"
+                f"({_rows_cols(a3)} and {_rows_cols(b3)}): operand shapes {tuple(a.shape)} @ "
+                f"{tuple(b.shape)}"
             )
         try:
             batch = a3.shape[:-2]
@@ -249,7 +253,7 @@ class TensorBackend:
                 batch = shape_broadcast(batch, b3.shape[:-2])
         except RuntimeError:
             raise RuntimeError(
-                f"matmul: batch dims of {a.shape} and {b.shape} cannot be broadcast"
+                f"matmul: batch dims of {tuple(a.shape)} and {tuple(b.shape)} cannot be broadcast"
             ) from None
         n, m = a3.shape[-2], b3.shape[-1]
         item = _dtype(a).itemsize
@@ -333,7 +337,7 @@ class TensorBackend:
         _check_same_dtype(what, _dtype(out), dtype)
         if shape != out.shape and shape_broadcast(shape, out.shape) != out.shape:
             raise RuntimeError(
-                f"output with shape {out.shape} doesn't match the broadcast shape "
+                f"output with shape {tuple(out.shape)} doesn't match the broadcast shape "
                 f"{shape_broadcast(shape, out.shape)}{inputs}"
             )
 
@@ -347,7 +351,7 @@ class TensorBackend:
                 raise RuntimeError(
                     f"{what}: Expected all tensors to be on the same device, but found at "
                     f"least two devices, {self.device} and {found}! (the {self.name} backend "
-                    f"got {type(data.base).__name__} storage of shape {data.shape})"
+                    f"got {type(data.base).__name__} storage of shape {tuple(data.shape)})"
                 )
 
 
@@ -405,8 +409,9 @@ def _check_no_overlap(what: str, out: TensorData, inputs: tuple[TensorData, ...]
     for name, x in zip("ab", inputs, strict=False):
         if unsafe_overlap(out, x):
             raise RuntimeError(
-                f"{what}: the output (shape {out.shape}, strides {out.strides}, offset "
-                f"{out.offset}) overlaps input {name} (shape {x.shape}, strides {x.strides}, "
+                f"{what}: the output (shape {tuple(out.shape)}, strides {out.strides}, offset "
+                f"{out.offset}) overlaps input {name} (shape {tuple(x.shape)}, strides "
+                f"{x.strides}, "
                 f"offset {x.offset}) without being the same cells in the same layout; write "
                 "into a separate tensor, or into that input itself"
             )
@@ -448,14 +453,14 @@ def _check_writable(out: TensorData) -> None:
     base = out.base
     if isinstance(base, np.ndarray) and not base.flags.writeable:
         raise RuntimeError(
-            f"unsupported operation: the written-to tensor (shape {out.shape}) lives in "
+            f"unsupported operation: the written-to tensor (shape {tuple(out.shape)}) lives in "
             "read-only memory (a non-writable numpy array). Please clone() it first."
         )
     for size, stride in zip(out.shape, out.strides, strict=True):
         if size > 1 and stride == 0:
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor "
-                f"refers to a single memory location (shape {out.shape}, strides "
+                f"refers to a single memory location (shape {tuple(out.shape)}, strides "
                 f"{out.strides}). Please clone() the tensor before performing the operation."
             )
 
