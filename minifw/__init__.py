@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 from minifw import autograd, cuda, datasets, nn, optim, serialization, utils
+from minifw._threads import get_num_threads, set_num_threads
 from minifw.backends import get_backend, set_default_backend
 from minifw.core import autodiff, dtypes, operators
 from minifw.core import unsupported as _unsupported
@@ -28,7 +29,7 @@ from minifw.core.dtypes import (
     set_default_dtype,
 )
 from minifw.core.dtypes import float as float  # noqa: PLC0414 - PyTorch's alias mf.float
-from minifw.core.random import manual_seed
+from minifw.core.random import Generator, default_generator, initial_seed, manual_seed, seed
 from minifw.core.tensor_data import Size
 from minifw.scalar import Scalar
 from minifw.serialization import load, save
@@ -136,16 +137,10 @@ from minifw.tensor.sorting import (
 )
 from minifw.tensor_ops import SimpleOps, TensorBackend
 
-# Elementwise functions are the Tensor methods themselves (`mf.exp(t)` is `t.exp()`).
-abs = Tensor.abs  # noqa: A001 - PyTorch's name
-exp = Tensor.exp
-log = Tensor.log
-reciprocal = Tensor.reciprocal
-relu = Tensor.relu
-relu_ = Tensor.relu_
-sigmoid = Tensor.sigmoid
-sqrt = Tensor.sqrt
-tanh = Tensor.tanh
+# Each op of the op table with a Tensor method is also a function: `mf.exp(t)` is `t.exp()`.
+_ELEMENTWISE = {name: getattr(Tensor, name) for name in operators.METHODS}
+globals().update(_ELEMENTWISE)
+relu_ = vars(Tensor)["relu_"]  # the twin made from the op table (tensor.py)
 
 # ---- PyTorch's function names for Tensor methods and aliases ----
 
@@ -181,30 +176,16 @@ scatter = Tensor.scatter
 scatter_add = Tensor.scatter_add
 take = Tensor.take
 take_along_dim = Tensor.take_along_dim
-acos = Tensor.acos
 add = Tensor.add
 arctan2 = Tensor.atan2
-asin = Tensor.asin
-atan = Tensor.atan
-atan2 = Tensor.atan2
-ceil = Tensor.ceil
 clamp = Tensor.clamp
 clamp_max = Tensor.clamp_max
 clamp_min = Tensor.clamp_min
 clip = Tensor.clamp
-cos = Tensor.cos
-cosh = Tensor.cosh
 div = Tensor.div
 divide = Tensor.div
 eq = Tensor.eq
-erf = Tensor.erf
-exp2 = Tensor.exp2
-expm1 = Tensor.expm1
 fix = Tensor.fix
-floor = Tensor.floor
-floor_divide = Tensor.floor_divide
-fmod = Tensor.fmod
-frac = Tensor.frac
 ge = Tensor.ge
 greater = Tensor.gt
 greater_equal = Tensor.ge
@@ -213,31 +194,18 @@ le = Tensor.le
 lerp = Tensor.lerp
 less = Tensor.lt
 less_equal = Tensor.le
-log10 = Tensor.log10
-log1p = Tensor.log1p
-log2 = Tensor.log2
 lt = Tensor.lt
 maximum = Tensor.maximum
 minimum = Tensor.minimum
 mul = Tensor.mul
 multiply = Tensor.mul
 ne = Tensor.ne
-neg = Tensor.neg
 negative = Tensor.neg
 not_equal = Tensor.ne
 pow = math_ops.power  # noqa: A001 - PyTorch's name (a number base too)
-remainder = Tensor.remainder
-round = Tensor.round  # noqa: A001 - PyTorch's name
-rsqrt = Tensor.rsqrt
-sign = Tensor.sign
-sin = Tensor.sin
-sinh = Tensor.sinh
-square = Tensor.square
 sub = Tensor.sub
 subtract = Tensor.sub
-tan = Tensor.tan
 true_divide = Tensor.true_divide
-trunc = Tensor.trunc
 
 argmin = Tensor.argmin
 ger = outer
@@ -253,6 +221,7 @@ _LAZY = {
     "viz": ("minifw.tools.viz", None),
     "FastOps": ("minifw.fast_ops", "FastOps"),
     "CudaOps": ("minifw.cuda_ops", "CudaOps"),
+    "cpu": ("minifw.cpu", None),
 }
 
 
@@ -273,35 +242,33 @@ __version__ = "0.1.0"
 # Every public name above and the lazily loaded ones (tests/test_pytorch_page.py checks the
 # list against the module).
 __all__ = [
-    "BoolTensor", "CudaOps", "DType", "DoubleTensor", "FastOps", "FloatTensor", "LongTensor",
-    "Scalar", "SimpleOps", "Size", "Tensor", "TensorBackend", "abs", "acos", "add", "addmm",
-    "all", "allclose", "amax", "amin", "any", "arange", "arctan2", "argmax", "argmin",
-    "argsort", "argwhere", "as_tensor", "asin", "atan", "atan2", "atleast_1d", "atleast_2d",
-    "atleast_3d", "autodiff", "autograd", "bitwise_and", "bitwise_not", "bitwise_or",
-    "bitwise_xor", "bmm", "bool", "broadcast_shapes", "broadcast_tensors", "broadcast_to",
-    "bucketize", "cat", "ceil", "chunk", "clamp", "clamp_max", "clamp_min", "clip", "clone",
-    "compile", "concat", "concatenate", "cos", "cosh", "count_nonzero", "cuda", "cumprod",
-    "cumsum", "datasets", "device", "diag", "diag_embed", "diagonal", "div", "divide", "dot",
-    "double", "dstack", "dtypes", "einsum", "empty", "empty_like", "enable_grad", "eq",
-    "equal", "erf", "exp", "exp2", "expm1", "eye", "fix", "flatten", "flip", "fliplr",
-    "flipud", "float", "float32", "float64", "floor", "floor_divide", "fmod", "frac",
-    "from_numpy", "full", "full_like", "gather", "ge", "ger", "get_backend",
-    "get_default_dtype", "greater", "greater_equal", "gt", "hstack", "index_add", "index_copy",
-    "index_fill", "index_put", "index_select", "inference_mode", "int64", "is_grad_enabled",
-    "is_inference_mode_enabled", "is_tensor", "isclose", "isfinite", "isinf", "isnan",
-    "kthvalue", "le", "lerp", "less", "less_equal", "linalg", "linspace", "load", "log",
-    "log10", "log1p", "log2", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "logspace", "logsumexp", "long", "lt", "manual_seed", "masked_fill", "masked_select",
-    "matmul", "max", "maximum", "mean", "meshgrid", "min", "minimum", "mm", "moveaxis",
-    "movedim", "msort", "mul", "multiply", "mv", "narrow", "ne", "neg", "negative", "nn",
-    "no_grad", "nonzero", "norm", "not_equal", "numel", "ones", "ones_like", "operators",
-    "optim", "outer", "pow", "prod", "profiler", "promote_types", "rand", "rand_like",
-    "randint", "randn", "randn_like", "randperm", "reciprocal", "relu", "relu_", "remainder",
-    "repeat_interleave", "roll", "round", "rsqrt", "save", "scatter", "scatter_add",
-    "searchsorted", "select", "serialization", "set_default_backend", "set_default_dtype",
-    "set_grad_enabled", "sigmoid", "sign", "sin", "sinh", "sort", "split", "sqrt", "square",
-    "stack", "std", "std_mean", "sub", "subtract", "sum", "swapaxes", "swapdims", "take",
-    "take_along_dim", "tan", "tanh", "tensor", "tensor_split", "tile", "topk", "tril",
-    "tril_indices", "triu", "triu_indices", "true_divide", "trunc", "unbind", "unflatten",
-    "unique", "utils", "var", "var_mean", "viz", "vstack", "where", "zeros", "zeros_like"
+    "BoolTensor", "CudaOps", "DType", "DoubleTensor", "FastOps", "FloatTensor", "Generator",
+    "LongTensor", "Scalar", "SimpleOps", "Size", "Tensor", "TensorBackend", "add", "addmm", "all",
+    "allclose", "amax", "amin", "any", "arange", "arctan2", "argmax", "argmin", "argsort",
+    "argwhere", "as_tensor", "atleast_1d", "atleast_2d", "atleast_3d", "autodiff", "autograd",
+    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "bmm", "bool", "broadcast_shapes",
+    "broadcast_tensors", "broadcast_to", "bucketize", "cat", "chunk", "clamp", "clamp_max",
+    "clamp_min", "clip", "clone", "compile", "concat", "concatenate", "count_nonzero", "cpu",
+    "cuda", "cumprod", "cumsum", "datasets", "default_generator", "device", "diag", "diag_embed",
+    "diagonal", "div", "divide", "dot", "double", "dstack", "dtypes", "einsum", "empty",
+    "empty_like", "enable_grad", "eq", "equal", "eye", "fix", "flatten", "flip", "fliplr",
+    "flipud", "float", "float32", "float64", "from_numpy", "full", "full_like", "gather", "ge",
+    "ger", "get_backend", "get_default_dtype", "get_num_threads", "greater", "greater_equal", "gt",
+    "hstack", "index_add", "index_copy", "index_fill", "index_put", "index_select",
+    "inference_mode", "initial_seed", "int64", "is_grad_enabled", "is_inference_mode_enabled",
+    "is_tensor", "isclose", "isfinite", "isinf", "isnan", "kthvalue", "le", "lerp", "less",
+    "less_equal", "linalg", "linspace", "load", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "logspace", "logsumexp", "long", "lt", "manual_seed", "masked_fill",
+    "masked_select", "matmul", "max", "maximum", "mean", "meshgrid", "min", "minimum", "mm",
+    "moveaxis", "movedim", "msort", "mul", "multiply", "mv", "narrow", "ne", "negative", "nn",
+    "no_grad", "nonzero", "norm", "not_equal", "numel", "ones", "ones_like", "operators", "optim",
+    "outer", "pow", "prod", "profiler", "promote_types", "rand", "rand_like", "randint", "randn",
+    "randn_like", "randperm", "relu_", "repeat_interleave", "roll", "save", "scatter",
+    "scatter_add", "searchsorted", "seed", "select", "serialization", "set_default_backend",
+    "set_default_dtype", "set_grad_enabled", "set_num_threads", "sort", "split", "stack", "std",
+    "std_mean", "sub", "subtract", "sum", "swapaxes", "swapdims", "take", "take_along_dim",
+    "tensor", "tensor_split", "tile", "topk", "tril", "tril_indices", "triu", "triu_indices",
+    "true_divide", "unbind", "unflatten", "unique", "utils", "var", "var_mean", "viz", "vstack",
+    "where", "zeros", "zeros_like"
 ]  # fmt: skip
+__all__ += operators.METHODS  # the `mf.` functions of the op table's methods
