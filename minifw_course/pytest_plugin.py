@@ -53,6 +53,7 @@ import re
 import sys
 import traceback
 import types
+import zipimport
 from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 from typing import Any
@@ -233,36 +234,49 @@ def _item_code(digest: Digest) -> Callable[[pytest.Item], str]:
 
 
 def _hooks_of(digest: Digest) -> Callable[[Any], set[str]]:
-    """A function listing the hook implementations a plugin manager holds, one string each."""
+    """A function listing the hook implementations a plugin manager holds, one string each.
+
+    The strings are made again only when an implementation, its function or its flags
+    changed since the last call (checked by identity, which is cheap).
+    """
+    flag_names = ("tryfirst", "trylast", "wrapper", "hookwrapper")
+    last: list[Any] = [None, set()]
+
+    def describe(hook: str, impl: Any) -> str:
+        plugin = str(impl.plugin_name)
+        if plugin.isdigit():  # registered without a name: its id, not stable
+            plugin = "#" + type(impl.plugin).__qualname__
+        function = getattr(impl.function, "__func__", impl.function)
+        flags = "".join(str(int(bool(getattr(impl, f, False)))) for f in flag_names)
+        code = digest(getattr(function, "__code__", None))
+        return f"{hook} {plugin} {_what(function)} {code} {flags}"
 
     def hooks(manager: Any) -> set[str]:
-        found: set[str] = set()
+        impls = []
         for hook, caller in list(vars(manager.hook).items()):
             get = getattr(caller, "get_hookimpls", None)
-            for impl in get() if get is not None else ():
-                plugin = str(impl.plugin_name)
-                if plugin.isdigit():  # registered without a name: its id, not stable
-                    plugin = "#" + type(impl.plugin).__qualname__
-                function = getattr(impl.function, "__func__", impl.function)
-                name = _what(function)
-                flags = "".join(
-                    str(int(bool(getattr(impl, f, False))))
-                    for f in ("tryfirst", "trylast", "wrapper", "hookwrapper")
-                )
-                code = digest(getattr(function, "__code__", None))
-                found.add(f"{hook} {plugin} {name} {code} {flags}")
-        return found
+            impls += [(hook, impl) for impl in (get() if get is not None else ())]
+        key = [(h, id(i), id(i.function), i.plugin_name, *(getattr(i, f, 0) for f in flag_names))
+               for h, i in impls]  # fmt: skip
+        if key != last[0]:
+            last[:] = [key, {describe(hook, impl) for hook, impl in impls}]
+        return set(last[1])
 
     return hooks
 
 
 def _watchers(
     spaces: dict[str, Any], internals: Callable[[], dict[str, object]]
-) -> tuple[Callable[[], None], Callable[[], list[str]]]:
-    """`rebase` (take the baselines again) and `changed` (what differs from them now)."""
+) -> tuple[Callable[[], None], Callable[[bool], list[str]]]:
+    """`rebase` (take the baselines again) and `changed` (what differs from them now).
+
+    `changed(False)` leaves out the watched namespaces: a test may monkeypatch them for
+    its own duration (its teardown restores them), so they are compared between tests.
+    """
     finder_types = (
         type(None),
         importlib.machinery.FileFinder,
+        zipimport.zipimporter,
         *([type(v) for v in sys.path_importer_cache.values()]),
     )
     state: dict[str, Any] = {}
@@ -274,10 +288,10 @@ def _watchers(
                             "sys.path_hooks": list(sys.path_hooks)}  # fmt: skip
         state["import"] = builtins.__import__
 
-    def changed() -> list[str]:
+    def changed(between_tests: bool) -> list[str]:
         now = internals()
         names = [name for name, value in state["internals"].items() if now[name] is not value]
-        for space, entries in state["spaces"].items():
+        for space, entries in state["spaces"].items() if between_tests else ():
             live = spaces[space]
             names += [f"{space}.{key}" for key, value in entries.items()
                       if key != "_" and live.get(key, _MISSING) is not value]  # fmt: skip
@@ -376,7 +390,7 @@ def _build_recorder(
     format_list: Callable[..., list[str]] = traceback.format_list,
     skipped: type[BaseException] = _pytest.outcomes.Skipped,
     xfailed: type[BaseException] = _pytest.outcomes.XFailed,
-    watch: tuple[Callable[[], None], Callable[[], list[str]]] = _WATCH,
+    watch: tuple[Callable[[], None], Callable[[bool], list[str]]] = _WATCH,
     flags: list[str] = _FLAGS,
     item_code: Callable[[pytest.Item], str] = _ITEM_CODE,
     hooks_of: Callable[[Any], set[str]] = _HOOKS_OF,
@@ -396,8 +410,8 @@ def _build_recorder(
         codes: dict[str, str] = {}
         announced: set[str] = set()
 
-        def check(item: pytest.Item | None = None) -> None:
-            names = changed() + list(flags)
+        def check(item: pytest.Item | None = None, between_tests: bool = True) -> None:
+            names = changed(between_tests) + list(flags)
             if item is not None and "runtest" in vars(item):
                 names.append(f"{item.nodeid}: item.runtest")
             if item is not None and item.nodeid in codes and item_code(item) != codes[item.nodeid]:
@@ -463,7 +477,7 @@ def _build_recorder(
         def observer(when: str) -> Hook:
             def hook(item: pytest.Item) -> Generator[None, Any, Any]:
                 if when == "call":
-                    check(item)
+                    check(item, between_tests=False)
                 try:
                     value = yield
                 except BaseException as error:
@@ -474,7 +488,7 @@ def _build_recorder(
                     return value
                 finally:
                     if when != "setup":
-                        check(item)
+                        check(item, between_tests=when == "teardown")
                     if when == "teardown":
                         report(item)
 

@@ -379,3 +379,23 @@ def test_records_count_only_with_their_mac_and_in_order():
     gap = PytestRun()
     read_events(_record(key, 0, event="finished") + _record(key, 2, event="finished"), gap, key)
     assert gap.tampered == ["records 1-2 of the results pipe are missing or out of order"]
+
+
+def test_a_staff_test_may_monkeypatch_an_oracle_for_its_own_duration(make_mini_repo, tmp_path):
+    patching = """
+        import math
+
+        import pytest
+
+        from minifw import ops
+
+
+        @pytest.mark.task1_1
+        def test_with_a_patched_isclose(monkeypatch):
+            monkeypatch.setattr(math, "isclose", lambda a, b: a == b)
+            assert math.isclose(ops.square_back(3.0, 2.0), 12.0)
+    """
+    repo = make_mini_repo({"tests/test_patching.py": patching})
+    (result,) = grade(repo, parse_tasks("1.1"), 60, tmp_path / "r.json", log=lambda _: None,
+                      staff=repo, user="same")  # fmt: skip
+    assert (result.score, result.passed, result.counted, result.note) == (10.0, 3, 3, "")
