@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minifw import fast_ops
@@ -334,10 +334,24 @@ def check_matmul(
         mt.assert_close(got, expected, rtol=tol, atol=tol)
 
 
+def check_drawn_matmul(fast: TensorBackend, dtype: Any, data: st.DataObject) -> None:
+    """FastOps' matmul of drawn small operands in drawn layouts equals numpy's.
+
+    Every test of chosen shapes checks one too, so a kernel fitted to them does not pass.
+    """
+    a, b = data.draw(matmul_operands(dtype, max_side=4), label="operands")
+    check(fast.matmul(a.data, b.data), None, np.matmul(a.values, b.values), dtype)
+
+
 @pytest.mark.task3_2
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 @pytest.mark.parametrize(("n", "k", "m"), ODD, ids=str)
-def test_matmul_odd_sizes(fast: TensorBackend, n: int, k: int, m: int, dtype: Any) -> None:
+@settings(max_examples=3)  # one matmul more per case: a few draws are enough
+@given(data=st.data())
+def test_matmul_odd_sizes(
+    fast: TensorBackend, n: int, k: int, m: int, dtype: Any, data: st.DataObject
+) -> None:
+    check_drawn_matmul(fast, dtype, data)
     a, b = _operands((n, k), (k, m), dtype)
     check_matmul(fast, fast.from_numpy(a), fast.from_numpy(b), a @ b, dtype)
 
@@ -349,9 +363,16 @@ def test_matmul_odd_sizes(fast: TensorBackend, n: int, k: int, m: int, dtype: An
     [((3, 7, 33), (3, 33, 5)), ((1, 7, 33), (4, 33, 5)), ((4, 65, 9), (9, 66)),
      ((2, 1, 7, 9), (3, 9, 4)), ((33,), (2, 33, 7)), ((5, 7, 129), (129,))],
 )  # fmt: skip
+@settings(max_examples=3)
+@given(data=st.data())
 def test_matmul_batched_and_broadcast_batch(
-    fast: TensorBackend, shape_a: tuple[int, ...], shape_b: tuple[int, ...], dtype: Any
+    fast: TensorBackend,
+    shape_a: tuple[int, ...],
+    shape_b: tuple[int, ...],
+    dtype: Any,
+    data: st.DataObject,
 ) -> None:
+    check_drawn_matmul(fast, dtype, data)
     a, b = _operands(shape_a, shape_b, dtype)
     check_matmul(fast, fast.from_numpy(a), fast.from_numpy(b), np.matmul(a, b), dtype)
 
@@ -360,18 +381,24 @@ def test_matmul_batched_and_broadcast_batch(
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
 @pytest.mark.parametrize("kind_a", ["contiguous", "permuted", "sliced"])
 @pytest.mark.parametrize("kind_b", ["contiguous", "permuted", "sliced"])
+@settings(max_examples=3)
+@given(data=st.data())
 def test_matmul_transposed_and_sliced_operands(
-    fast: TensorBackend, kind_a: str, kind_b: str, dtype: Any
+    fast: TensorBackend, kind_a: str, kind_b: str, dtype: Any, data: st.DataObject
 ) -> None:
     """Operands whose k dim is strided are copied first; a transposed b is read in place."""
+    check_drawn_matmul(fast, dtype, data)
     a, b = _operands((2, 65, 70), (2, 70, 33), dtype)
     check_matmul(fast, layout(a, kind_a), layout(b, kind_b), np.matmul(a, b), dtype)
 
 
 @pytest.mark.task3_2
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, **FLOAT_IDS)
-def test_matmul_expanded_operands(fast: TensorBackend, dtype: Any) -> None:
+@settings(max_examples=3)
+@given(data=st.data())
+def test_matmul_expanded_operands(fast: TensorBackend, dtype: Any, data: st.DataObject) -> None:
     """Stride-0 operands: a row repeated down a (k stride 1) and b repeated along k."""
+    check_drawn_matmul(fast, dtype, data)
     a, b = _operands((1, 40), (1, 9), dtype)
     wide_a = TensorData(a.reshape(-1).copy(), (1, 40)).expand((37, 40))
     tall_b = TensorData(b.reshape(-1).copy(), (1, 9)).expand((40, 9))
@@ -391,8 +418,11 @@ def test_matmul_drawn_layouts_match_simple(
 
 
 @pytest.mark.task3_2
-def test_matmul_kernel_writes_a_strided_out(fast: TensorBackend) -> None:
+@settings(max_examples=3)
+@given(data=st.data())
+def test_matmul_kernel_writes_a_strided_out(fast: TensorBackend, data: st.DataObject) -> None:
     """The kernel honours out's strides: here a transposed view inside a NaN buffer."""
+    check_drawn_matmul(fast, np.float64, data)
     a, b = _operands((1, 9, 70), (1, 70, 11), np.float64)
     buffer = np.full(2 * 11 * 9 + 1, np.nan)
     wide = TensorData(buffer, (1, 11, 9), None, 1)
