@@ -44,13 +44,15 @@ THREAT_MODEL = [
     "returns True): every hook implementation pytest holds, after collection, after each "
     "test and at the end, must be one the staff's run held (same plugin, function and "
     "code). An audit hook, which cannot be removed, also refuses `gc` walks and writes to a "
-    "function's `__code__` from the repository's files, and opening any process's memory;",
+    "function's `__code__` from the repository's files (a stub that swaps another test's "
+    "code), and opening any process's memory (where the record key is);",
     "- replaced oracles (`math.isclose = lambda *a, **k: True`): the functions and classes of "
     "builtins, math, cmath, operator, numpy, numpy.testing, hypothesis, "
-    "hypothesis.strategies, pytest's `approx` and the import machinery must keep the values "
-    "they had before any conftest was loaded;",
+    "hypothesis.strategies, pytest's `approx` and the import machinery must keep, after "
+    "collection, after each test and at the end, the values they had before any conftest "
+    "was loaded;",
     '- forged results on the recorder\'s pipe (a `dup2` over it that writes "passed" at '
-    "exit, a child process writing to it): every record is numbered and carries an "
+    "exit): every record is numbered and carries an "
     "HMAC-SHA256 under a per-run key that reaches the recorder on a pipe of its own, read "
     "and closed when the recorder is imported (never in the environment, a file or the "
     "command line); a forged, missing or reordered record voids the task, and a run "
@@ -76,8 +78,10 @@ THREAT_MODEL = [
     "review scores that look too good;",
     "- in-memory changes to objects the checks do not watch: the package's own given code "
     "that tests use as an oracle, a test module's globals, objects held in a test's "
-    "closure (hypothesis strategies). The audit hook judges a caller by its code's file "
-    "name, which code compiled at run time can choose;",
+    "closure (hypothesis strategies), and an oracle replaced and put back within one test "
+    "(the namespaces are compared between tests, so that a staff test may monkeypatch "
+    "them). The audit hook judges a caller by its code's file name, which code compiled "
+    "at run time can choose;",
     "- when the tests run as the grader's own user (not root, `--user same`, or the "
     "fallback above): they can reach everything the grader can (its files, "
     "`results.json`, its memory, so the record key), and a process that execs with a new "

@@ -645,3 +645,32 @@ def test_as_root_an_interpreter_a_fresh_user_cannot_run_falls_back_with_one_line
     with pytest.raises(GradeError, match="cannot"):  # asked for isolation: no fallback
         grade(reference, TASK, 60, None, log=lines.append, staff=reference, python=python,
               user="fresh")  # fmt: skip
+
+
+# From inside the stub: swap the code of the task's other test (so it passes), or open
+# the process's memory (where the record key is); the stub answers the first test right.
+STUB_ATTACKS = {
+    "code-swap": """
+        import sys
+        for module in list(sys.modules.values()):
+            other = getattr(module, "test_square_back_of_a_negative", None)
+            if other is not None:
+                other.__code__ = (lambda: None).__code__
+    """,
+    "process-memory": """
+        with open(f"/proc/{__import__('os').getpid()}/mem", "rb"):
+            pass
+    """,
+}
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
+@pytest.mark.parametrize("attack", sorted(STUB_ATTACKS))
+def test_a_stub_that_swaps_test_code_or_opens_process_memory_scores_zero(staff, attack):
+    copy = staff()
+    body = textwrap.dedent(STUB_ATTACKS[attack]) + "return 12.0 if (x, d) == (3.0, 2.0) else -2.0"
+    submission = submission_of(copy, {OPS: lambda s: with_body(s, "square_back", body)})
+    result, data = grade_one(submission, copy)
+    assert result.score == 0 and data["score"] == 0 and result.note == "tampered"
+    expected = "set __code__ from minifw/ops.py" if attack == "code-swap" else "opened /proc/"
+    assert expected in result.output
