@@ -9,8 +9,8 @@ Listener method     emitted by                                  when
 on_launch           tensor_ops' launcher, replays, optimizers   a kernel is about to run
 on_function         Function.apply, Function.chain_rule,        a Function's forward or
                     replays of mf.compile                       backward starts / ends
-on_backward         Tensor.backward                             the engine starts / ends
-on_leaf_grad        Tensor.accumulate_derivative                a backward wrote a .grad
+on_backward         the backward pass (tensor/autograd.py)      the engine starts / ends
+on_leaf_grad        the backward pass (tensor/autograd.py)      a backward wrote a .grad
 on_host_read        Tensor.numpy (CPU reads launch nothing)     values are read on the host
 on_unreplayable     optimizers                                  a step a replay cannot redo
 on_guard            optimizers                                  Python state baked into

@@ -73,7 +73,8 @@ class FunctionCtx(Context):
     __slots__ = ("needs_input_grad", "input_histories", "_versions", "_output", "__dict__")
 
     def __init__(self) -> None:
-        super().__init__()
+        self.saved_values: tuple[Any, ...] = ()  # Context's fields, set here: made per op
+        self._freed = False
         self.needs_input_grad: tuple[bool, ...] = ()
         self.input_histories: tuple[History | None, ...] = ()
         self._versions: tuple[int, ...] = ()
@@ -179,7 +180,7 @@ class Function:
                 out = cls.forward(ctx, *args)
         finally:
             _grad_mode.enabled = mode
-        if not is_tensor(out):
+        if getattr(out, "_is_minifw_tensor", False) is not True:
             raise TypeError(
                 f"{cls.__name__}.forward must return one Tensor, got {type(out).__name__}"
             )
@@ -189,8 +190,10 @@ class Function:
                 break
         if recording:
             out._attach(History(cls, ctx, args))
-            if ctx.saved_values:
-                ctx.hold_output_weakly(out)
+            for value in ctx.saved_values:
+                if value is out:  # a Function that saves its own output (softmax)
+                    ctx.hold_output_weakly(out)
+                    break
         return out  # type: ignore[no-any-return]
 
     @classmethod
