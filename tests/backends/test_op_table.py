@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minifw as mf
 from minifw.core import operators as ops
@@ -130,9 +132,40 @@ def test_python_dispatch_names_the_code_it_does_not_know() -> None:
 # ---- Task 2.3: every backend dispatches every row, and refuses unknown codes ----
 
 
+def drawn_matrix(data: st.DataObject, shape: tuple[int, int] | None = None) -> np.ndarray:
+    """A drawn 2-D array of small floats (of `shape`, else of a drawn shape)."""
+    rows, cols = shape or (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4)))
+    cells = data.draw(st.lists(st.floats(-3.0, 3.0), min_size=rows * cols,
+                               max_size=rows * cols), label="cells")  # fmt: skip
+    return np.array(cells, dtype=np.float64).reshape(rows, cols)
+
+
+def check_drawn_row(backend: TensorBackend, row: ops.OpRow, data: st.DataObject) -> None:
+    """The row through map or zip on drawn values, in both layouts, cell by cell.
+
+    Every test of the chosen samples checks one too, so a kernel fitted to them fails.
+    """
+    xs = drawn_matrix(data)
+    if row.arity == 1:
+        want = expected(ops.UNARY_FUNCTIONS[row.code], xs)
+        got = [backend.map(row.code, a) for a in layouts(backend, xs)]
+    else:
+        ys = drawn_matrix(data, xs.shape)
+        want = expected(ops.BINARY_FUNCTIONS[row.code], xs, ys)
+        pairs = zip(layouts(backend, xs), layouts(backend, ys), strict=True)
+        got = [backend.zip(row.code, a, b) for a, b in pairs]
+    for out in got:
+        mt.assert_close(backend.to_numpy(out), want, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.task2_3
 @pytest.mark.parametrize("row", UNARY_ROWS, ids=_name)
-def test_every_unary_row_runs_through_map(backend: TensorBackend, row: ops.OpRow) -> None:
+@settings(max_examples=2)  # one more small map per row: a couple of draws are enough
+@given(data=st.data())
+def test_every_unary_row_runs_through_map(
+    backend: TensorBackend, row: ops.OpRow, data: st.DataObject
+) -> None:
+    check_drawn_row(backend, row, data)
     want = expected(ops.UNARY_FUNCTIONS[row.code], XS)
     assert not np.isnan(want).all(), "samples must show a missing branch (nan)"
     for data in layouts(backend, XS):
@@ -142,7 +175,12 @@ def test_every_unary_row_runs_through_map(backend: TensorBackend, row: ops.OpRow
 
 @pytest.mark.task2_3
 @pytest.mark.parametrize("row", BINARY_ROWS, ids=_name)
-def test_every_binary_row_runs_through_zip(backend: TensorBackend, row: ops.OpRow) -> None:
+@settings(max_examples=2)
+@given(data=st.data())
+def test_every_binary_row_runs_through_zip(
+    backend: TensorBackend, row: ops.OpRow, data: st.DataObject
+) -> None:
+    check_drawn_row(backend, row, data)
     want = expected(ops.BINARY_FUNCTIONS[row.code], XS, YS)
     assert not np.isnan(want).all(), "samples must show a missing branch (nan)"
     for a, b in zip(layouts(backend, XS), layouts(backend, YS), strict=True):
