@@ -6,6 +6,7 @@ when something asks for it.
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 from minifw.tensor_ops import TensorBackend
@@ -66,6 +67,18 @@ def default_backend(device: str = "cpu") -> TensorBackend:
             f"Expected one of cpu, cuda device type at start of device string: {device}"
         )
     return get_backend(_defaults[device])
+
+
+def fast_path(name: str) -> types.ModuleType | None:
+    """The expert kernel module `minifw.fast_paths.<name>`, or None: `fast_ops.fast_path`.
+
+    nn, optim and the compiler ask here, so that `import minifw` loads neither fast_ops (a
+    course task's file) nor the expert kernels: fast_ops, which decides whether they exist,
+    loads on first use, as the backends do.
+    """
+    from minifw import fast_ops
+
+    return fast_ops.fast_path(name)
 
 
 def cuda_available() -> bool:

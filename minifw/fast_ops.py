@@ -8,8 +8,9 @@ in `minifw/fast_paths/`. `FastOps`, the "fast" backend, calls them when that fol
 present (it is in this repository, not in student repositories) and the readable
 kernels otherwise; `ReadableFastOps` runs the readable kernels wherever it runs.
 The layers above (nn, optim, the compiler) reach the other expert kernels (fused
-updates, losses, folds, pooling) through one door, `fast_path(name)`: this module
-decides whether they exist.
+updates, losses, folds, pooling) through one door, `fast_path(name)` (asked through
+`backends.fast_path`, which loads this module on first use): this module decides
+whether they exist.
 
 The kernels call the very scalar functions of `scalar_math.py` and index helpers of
 `tensor_data.py`, recompiled by `compile_functions` and inlined. They are module-level

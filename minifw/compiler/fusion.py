@@ -47,9 +47,9 @@ import numba
 import numpy as np
 
 from minifw._jit import compile_functions, kernel_sources_hash, njit
+from minifw.backends import fast_path
 from minifw.compiler.capture import Ref, Step
 from minifw.core import operators, tensor_data
-from minifw.fast_ops import fast_path
 
 # The scalar functions generated kernels call, compiled once (like fast_ops' copies); with
 # the fast paths present, e^x is their SIMD version, as in FastOps' kernels.

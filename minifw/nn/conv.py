@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from minifw._jit import PARALLEL_FROM
+from minifw.backends import fast_path
 from minifw.core import hooks
 from minifw.core import operators as ops
 from minifw.core.hooks import anyone_listening
 from minifw.core.tensor_data import TensorData
-from minifw.fast_ops import fast_path
 from minifw.tensor.functions import Adjoint, Function, FunctionCtx
 from minifw.tensor.kernel_api import cells, wrap, zeros
 from minifw.tensor.tensor import Tensor

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from minifw._jit import PARALLEL_FROM
+from minifw.backends import fast_path
 from minifw.core import hooks
 from minifw.core import operators as ops
 from minifw.core.tensor_data import TensorData
-from minifw.fast_ops import fast_path
 from minifw.nn.activation import log_softmax, logsigmoid, softmax
 from minifw.tensor.creation import arange
 from minifw.tensor.functions import Function, FunctionCtx, Where

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from minifw.backends import fast_path
 from minifw.core import hooks
 from minifw.core import operators as ops
 from minifw.core.tensor_data import TensorData
-from minifw.fast_ops import fast_path
 from minifw.nn import conv
 from minifw.nn.conv import IntOrTuple, _tuple, unfold
 from minifw.nn.padding import along, pad

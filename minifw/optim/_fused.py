@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from minifw.backends import fast_path
 from minifw.core import hooks
 from minifw.core import operators as ops
 from minifw.core.hooks import Launch, anyone_listening
 from minifw.core.tensor_data import TensorData
-from minifw.fast_ops import fast_path
 from minifw.tensor.kernel_api import bump_version, cells, scalar
 from minifw.tensor.tensor import Tensor
 from minifw.tensor_ops import unsafe_overlap

@@ -62,12 +62,10 @@ MAX_FUNCTION_LINES = 60
 LONG_FUNCTIONS: dict[str, str] = {}
 # The PyTorch surface (indexing, shaping, reductions, linear algebra, sorting, math) is
 # part of the Tensor class, so it loads with it; the compiler, tools and course do not.
-# The fast paths' kernel files load with the layers that call them (fused_fold and
-# fused_pool took it from 65 to 67 modules; together about 10 ms of a 0.7 s import). One
-# module per optimizer (as torch.optim), the kernel-level API, fast_ops (the door to the
-# fast paths) and losses apart from their functions took it to 78: small modules, their
-# import time lost in the noise of repeated runs.
-MAX_MODULES_ON_IMPORT = 80
+# fast_ops and the fast paths' kernel files load on first use (the first tensor on the
+# fast backend, or a layer asking `backends.fast_path`). One module per optimizer (as
+# torch.optim), the kernel-level API and losses apart from their functions: 67 modules.
+MAX_MODULES_ON_IMPORT = 70
 
 
 class Import(NamedTuple):

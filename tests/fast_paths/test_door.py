@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
-from minifw import fast_ops, optim
+from minifw import backends, fast_ops, optim
 from minifw.tools.profiler import profile
 from tests.fast_paths.switches import turned_off
 
@@ -49,3 +52,15 @@ def test_without_the_fast_paths_folder_every_layer_runs_the_courses_ops(
     composed = launches(lambda: F.cross_entropy(logits, labels))
     assert len(composed) > 2 and not any(name.startswith("fused") for name in composed)
     assert launches(step) == ["mul", "sub"]
+
+
+def test_the_layers_ask_through_backends_and_import_minifw_loads_no_fast_path() -> None:
+    assert backends.fast_path("fused_loss") is fast_ops.fast_path("fused_loss")
+    with turned_off("fused_loss"):
+        assert backends.fast_path("fused_loss") is None
+    code = "import sys, minifw\nprint(*sorted(n for n in sys.modules if 'fast' in n))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "minifw.fast_ops" not in loaded
+    assert not any(name.startswith("minifw.fast_paths") for name in loaded)
