@@ -186,7 +186,9 @@ class _Step:
     def chain_rule(self, d_output: Any) -> list[tuple[_Step, Any]]:
         """Run the tensor's hooks and its Function's backward; pair inputs with gradients."""
         node, run, history = self.tensor, self.run, self.history
-        grad = node._run_hooks(d_output.tensor if isinstance(d_output, Gradient) else d_output)
+        grad = d_output.tensor if isinstance(d_output, Gradient) else d_output
+        if node._hooks:
+            grad = node._run_hooks(grad)
         target = run.targets is not None and self.unique_id in run.targets
         if target and run.capture:
             run.captured[self.unique_id] = grad
@@ -204,8 +206,11 @@ class _Step:
     def accumulate_derivative(self, x: Any) -> None:
         """A leaf's total gradient: through its hooks to `.grad` or to the caller."""
         node = self.tensor
-        owned = isinstance(x, Gradient) and x.owned and not node._hooks
-        self.run.keep(node, node._run_hooks(x.tensor if isinstance(x, Gradient) else x), owned)
+        grad = x.tensor if isinstance(x, Gradient) else x
+        if node._hooks:
+            self.run.keep(node, node._run_hooks(grad))
+        else:
+            self.run.keep(node, grad, isinstance(x, Gradient) and x.owned)
 
 
 def _reaching(root: Roots, targets: set[int]) -> set[int]:
