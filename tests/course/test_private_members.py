@@ -1,7 +1,7 @@
 """nn, optim and the compiler reach below the Tensor through two doors only.
 
 A Tensor's cells through `minifw.tensor.kernel_api`, and the expert kernels through
-`fast_ops.fast_path`: no file of theirs imports `minifw.fast_paths`. Every file under
+`backends.fast_path`: no file of theirs imports `minifw.fast_paths`. Every file under
 minifw/nn, minifw/optim and minifw/compiler is parsed with `ast`; an attribute read or
 write whose name is a private member of `Tensor` (`t._data`, `t._zip(...)`, `t._grad`)
 is refused: the kernel-level API (docs/ARCHITECTURE.md, "The kernel-level API") is the
@@ -86,4 +86,4 @@ def test_only_fast_ops_opens_the_fast_paths_to_the_layers_above() -> None:
                     named = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
                 if any(name.startswith("minifw.fast_paths") for name in named):
                     opened.append(f"{path.relative_to(REPO).as_posix()}:{node.lineno}")
-    assert opened == [], f"use minifw.fast_ops.fast_path instead: {opened}"
+    assert opened == [], f"use minifw.backends.fast_path instead: {opened}"
