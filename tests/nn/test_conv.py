@@ -242,10 +242,33 @@ def _pair(value):
 POOL_CASES = [(2, None, 0), (3, 2, 1), ((2, 3), (1, 2), (1, 1)), (3, 1, 0)]
 
 
+def check_drawn_pooling(data: st.DataObject) -> None:
+    """Max and average pooling of a drawn input with drawn windows, forward and backward.
+
+    Every test of chosen inputs checks one too, so pooling fitted to them does not pass.
+    """
+    k = (data.draw(st.integers(1, 3), label="kh"), data.draw(st.integers(1, 3), label="kw"))
+    s = (data.draw(st.integers(1, 3), label="sh"), data.draw(st.integers(1, 3), label="sw"))
+    p = tuple(data.draw(st.integers(0, side // 2), label="pad") for side in k)
+    h, w = (data.draw(st.integers(side, side + 3), label="size") for side in k)
+    x = rand(data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2)), h, w,
+             seed=data.draw(st.integers(0, 2**16), label="seed"))  # fmt: skip
+    for kind in ("max", "avg"):
+        t = mf.tensor(x, requires_grad=True)
+        out = getattr(F, f"{kind}_pool2d")(t, k, s, p)
+        grad_out = rand(*out.shape, seed=1)
+        want, grad_x = pool_reference(x, k, s, p, kind, grad_out)
+        assert_close(out, want)
+        out.backward(mf.tensor(grad_out))
+        assert_close(t.grad, grad_x)
+
+
 @pytest.mark.task4_3
 @pytest.mark.parametrize("kind", ["max", "avg"])
 @pytest.mark.parametrize("kernel,stride,padding", POOL_CASES)
-def test_pooling_matches_the_numpy_loop(kind, kernel, stride, padding):
+@given(data=st.data())
+def test_pooling_matches_the_numpy_loop(kind, kernel, stride, padding, data):
+    check_drawn_pooling(data)
     x = rand(2, 3, 6, 5)
     k, p = _pair(kernel), _pair(padding)
     s = k if stride is None else _pair(stride)
@@ -259,7 +282,9 @@ def test_pooling_matches_the_numpy_loop(kind, kernel, stride, padding):
 
 
 @pytest.mark.task4_3
-def test_max_pool_routes_gradient_to_the_max_only():
+@given(data=st.data())
+def test_max_pool_routes_gradient_to_the_max_only(data):
+    check_drawn_pooling(data)
     x = mf.tensor([[[[1.0, 5.0], [2.0, 3.0]]]], requires_grad=True)
     F.max_pool2d(x, 2).sum().backward()
     assert x.grad.tolist() == [[[[0.0, 1.0], [0.0, 0.0]]]]
@@ -268,7 +293,9 @@ def test_max_pool_routes_gradient_to_the_max_only():
 
 
 @pytest.mark.task4_3
-def test_pooling_unbatched_and_layers():
+@given(data=st.data())
+def test_pooling_unbatched_and_layers(data):
+    check_drawn_pooling(data)
     x = rand(3, 4, 4)
     assert_close(F.max_pool2d(mf.tensor(x), 2), pool_reference(x[None], (2, 2), (2, 2), (0, 0),
                                                                "max")[0])  # fmt: skip
