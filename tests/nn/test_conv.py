@@ -130,7 +130,10 @@ def check_conv(fn, case, with_bias, seed):
 
 
 @pytest.mark.task4_1
-def test_unfold_is_a_strided_window_copy():
+@settings(max_examples=3, deadline=None)  # and a few drawn convolutions
+@given(conv_case(1), st.booleans(), st.integers(0, 2**16))
+def test_unfold_is_a_strided_window_copy(case, with_bias, seed):
+    check_conv(F.conv1d, case, with_bias, seed)
     x = mf.arange(10.0).view(1, 1, 10)
     windows = F.unfold(x, (3,), (2,), (0,))
     assert windows.shape == (1, 1, 3, 4)
@@ -139,7 +142,10 @@ def test_unfold_is_a_strided_window_copy():
 
 
 @pytest.mark.task4_1
-def test_unfold_pads_with_the_fill_and_folds_gradients_back():
+@settings(max_examples=3, deadline=None)  # and a few drawn convolutions
+@given(conv_case(1), st.booleans(), st.integers(0, 2**16))
+def test_unfold_pads_with_the_fill_and_folds_gradients_back(case, with_bias, seed):
+    check_conv(F.conv1d, case, with_bias, seed)
     x = mf.tensor([[[1.0, 2.0, 3.0]]], requires_grad=True)
     windows = F.unfold(x, (2,), (1,), (1,), fill=-7.0)
     assert windows[0, 0].tolist() == [[-7.0, 1.0, 2.0, 3.0], [1.0, 2.0, 3.0, -7.0]]
@@ -155,7 +161,10 @@ def test_conv1d_matches_the_numpy_loop(case, with_bias, seed):
 
 
 @pytest.mark.task4_1
-def test_conv1d_by_hand_unbatched_and_gradcheck():
+@settings(max_examples=3, deadline=None)  # and a few drawn convolutions
+@given(conv_case(1), st.booleans(), st.integers(0, 2**16))
+def test_conv1d_by_hand_unbatched_and_gradcheck(case, with_bias, seed):
+    check_conv(F.conv1d, case, with_bias, seed)
     x = mf.tensor([[1.0, 2.0, 3.0, 4.0]])
     w = mf.tensor([[[1.0, -1.0]]])
     assert F.conv1d(x, w).tolist() == [[-1.0, -1.0, -1.0]]
@@ -167,7 +176,10 @@ def test_conv1d_by_hand_unbatched_and_gradcheck():
 
 
 @pytest.mark.task4_1
-def test_conv1d_layer_uses_conv1d():
+@settings(max_examples=3, deadline=None)  # and a few drawn convolutions
+@given(conv_case(1), st.booleans(), st.integers(0, 2**16))
+def test_conv1d_layer_uses_conv1d(case, with_bias, seed):
+    check_conv(F.conv1d, case, with_bias, seed)
     mf.manual_seed(0)
     layer = mf.nn.Conv1d(2, 3, 2, padding=1)
     x = rand(2, 2, 5)
@@ -188,7 +200,10 @@ def test_conv2d_matches_the_numpy_loop(case, with_bias, seed):
 
 
 @pytest.mark.task4_2
-def test_conv2d_lenet_shapes_and_permuted_input():
+@settings(max_examples=3, deadline=None)  # and a few drawn convolutions
+@given(conv_case(2), st.booleans(), st.integers(0, 2**16))
+def test_conv2d_lenet_shapes_and_permuted_input(case, with_bias, seed):
+    check_conv(F.conv2d, case, with_bias, seed)
     x, w, b = rand(4, 3, 8, 8), rand(5, 3, 3, 3, seed=1), rand(5, seed=2)
     out = F.conv2d(mf.tensor(x), mf.tensor(w), mf.tensor(b), padding=1)
     assert out.shape == (4, 5, 8, 8)
@@ -201,7 +216,10 @@ def test_conv2d_lenet_shapes_and_permuted_input():
 
 
 @pytest.mark.task4_2
-def test_conv2d_unbatched_and_gradcheck():
+@settings(max_examples=3, deadline=None)  # and a few drawn convolutions
+@given(conv_case(2), st.booleans(), st.integers(0, 2**16))
+def test_conv2d_unbatched_and_gradcheck(case, with_bias, seed):
+    check_conv(F.conv2d, case, with_bias, seed)
     x, w = rand(2, 4, 4), rand(3, 2, 2, 2, seed=1)
     out = F.conv2d(mf.tensor(x), mf.tensor(w), stride=2)
     assert out.shape == (3, 2, 2)
@@ -213,7 +231,10 @@ def test_conv2d_unbatched_and_gradcheck():
 
 
 @pytest.mark.task4_2
-def test_conv2d_keeps_float32():
+@settings(max_examples=3, deadline=None)  # and a few drawn convolutions
+@given(conv_case(2), st.booleans(), st.integers(0, 2**16))
+def test_conv2d_keeps_float32(case, with_bias, seed):
+    check_conv(F.conv2d, case, with_bias, seed)
     x, w = rand(2, 2, 6, 6).astype(np.float32), rand(3, 2, 3, 3, seed=1).astype(np.float32)
     ours = [mf.tensor(x, requires_grad=True), mf.tensor(w, requires_grad=True)]
     out = F.conv2d(*ours, padding=1)
