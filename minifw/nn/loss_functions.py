@@ -58,8 +58,8 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor: 
     _check_reduction(reduction)
     if input.shape != target.shape:
         warnings.warn(
-            f"Using a target size ({target.shape}) that is different to the input size "
-            f"({input.shape}). This will likely lead to incorrect results due to "
+            f"Using a target size ({tuple(target.shape)}) that is different to the input size "
+            f"({tuple(input.shape)}). This will likely lead to incorrect results due to "
             "broadcasting. Please ensure they have the same size.",
             UserWarning,
             stacklevel=2,
@@ -73,8 +73,9 @@ def _check_target_shape(input: Tensor, target: Tensor) -> None:  # noqa: A002
     expected = input.shape[:1] + input.shape[2:] if input.dim() > 1 else ()
     if target.shape != expected:
         raise ValueError(
-            f"Expected target of shape {expected} for input of shape {input.shape} (classes "
-            f"along dim {min(1, input.dim() - 1)}), got target of shape {target.shape}"
+            f"Expected target of shape {tuple(expected)} for input of shape "
+            f"{tuple(input.shape)} (classes along dim {min(1, input.dim() - 1)}), got target "
+            f"of shape {tuple(target.shape)}"
         )
 
 
@@ -102,7 +103,7 @@ class _ClassValues:
             if bad.size:
                 raise IndexError(
                     f"Target {int(bad.flat[0])} is out of bounds (expected 0 <= target < "
-                    f"{classes} for input of shape {self.shape})."
+                    f"{classes} for input of shape {tuple(self.shape)})."
                 )
 
 
@@ -173,11 +174,6 @@ class MaskedSum(Function):
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
         """Grad * mask (the 0-dim grad broadcast over the mask)."""
-        return zip_op(ops.MUL, grad, ctx.mask), None, None
-
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None]:
-        """Grad * mask, recorded (create_graph)."""
         return grad * ctx.mask, None, None
 
 
@@ -213,28 +209,54 @@ class SoftmaxCrossEntropy(Function):
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
-        """(softmax(x) - one_hot(labels)) times the incoming gradient of each row."""
+        """(softmax(x) - one_hot(labels)) times the incoming gradient of each row.
+
+        One fused kernel, as a node of its own (`CrossEntropyGrad`).
+        """
         (x,) = ctx.saved_tensors
-        rows, cols = x.shape
-        out = TensorData(np.empty(rows * cols, x.dtype.numpy), (rows, cols))
-        inputs = (cells(x), cells(ctx.labels), cells(ctx.stats), cells(grad))
-        hooks.launch_fused(
-            x.backend, "fused[cross_entropy_backward]", (out,), inputs,
-            _cross_entropy_backward(cols, ctx.ignore_index), (ops.EXP,),
-        )  # fmt: skip
-        return wrap(out, x), None, None, None
+        return CrossEntropyGrad.apply(x, grad, ctx), None, None, None
+
+
+class CrossEntropyGrad(Function):
+    """The gradient of `SoftmaxCrossEntropy` in its logits: one fused kernel, differentiable.
+
+    Its backward, in tensor operations, serves gradients of gradients (create_graph).
+    """
+
+    node_name = "NllLossBackward"
+    fresh_grads = True
 
     @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
-        """The same gradient from differentiable ops (create_graph)."""
-        (x,) = ctx.graph_inputs[:1]
+    def forward(  # type: ignore[override]
+        ctx: FunctionCtx, x: Tensor, grad: Tensor, loss: FunctionCtx
+    ) -> Tensor:
+        """(softmax(x) * kept - one_hot(labels)) * scale * grad, in one kernel."""
+        ctx.save_for_backward(x, grad)
+        ctx.loss = loss
         rows, cols = x.shape
-        classes = arange(cols, dtype=ctx.labels.dtype, device=x.device)
-        kept = (ctx.labels != ctx.ignore_index).unsqueeze(1)
-        one_hot = ((ctx.labels.unsqueeze(1) == classes) & kept).to(x.dtype)
-        scale = ctx.stats.detach()[2 * rows + 1]
-        g = grad.reshape(rows, 1) if grad.dim() else grad
-        return (softmax(x, 1) * kept.to(x.dtype) - one_hot) * scale * g, None, None, None
+        out = TensorData(np.empty(rows * cols, x.dtype.numpy), (rows, cols))
+        inputs = (cells(x), cells(loss.labels), cells(loss.stats), cells(grad))
+        hooks.launch_fused(
+            x.backend, "fused[cross_entropy_backward]", (out,), inputs,
+            _cross_entropy_backward(cols, loss.ignore_index), (ops.EXP,),
+        )  # fmt: skip
+        return wrap(out, x)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, gg: Tensor) -> tuple[Tensor, Tensor, None]:
+        """Softmax's Jacobian applied to gg * kept * scale * grad, and gg's share of grad."""
+        x, grad = ctx.saved_tensors
+        loss = ctx.loss
+        rows, cols = x.shape
+        classes = arange(cols, dtype=loss.labels.dtype, device=x.device)
+        kept = (loss.labels != loss.ignore_index).unsqueeze(1).to(x.dtype)
+        one_hot = (loss.labels.unsqueeze(1) == classes).to(x.dtype) * kept
+        scale = loss.stats.detach()[2 * rows + 1]
+        p = softmax(x, 1)
+        weighted = (p * kept - one_hot) * scale * gg
+        grad_grad = weighted.sum(1) if grad.dim() else weighted.sum()
+        v = gg * kept * scale * (grad.reshape(rows, 1) if grad.dim() else grad)
+        return p * (v - (v * p).sum(1, keepdim=True)), grad_grad, None
 
 
 def _cross_entropy_forward(cols: int, ignore: int, mean: bool) -> Any:
@@ -303,7 +325,9 @@ def nll_loss(
     """
     _check_reduction(reduction)
     if input.dim() == 0:
-        raise ValueError(f"nll_loss: expected an input with a class dim, got shape {input.shape}")
+        raise ValueError(
+            f"nll_loss: expected an input with a class dim, got shape {tuple(input.shape)}"
+        )
     if hooks.recording() and weight is None and reduction != "none":
         return _nll_on_device(input, target, ignore_index, reduction)
     values = _class_indices(input, target, ignore_index)
@@ -316,7 +340,8 @@ def nll_loss(
     onehot = picked == np.arange(input.shape[cls]).reshape(shape)
     if weight is not None and weight.shape != (input.shape[cls],):
         raise ValueError(
-            f"weight should have one entry per class ({input.shape[cls]}), got {weight.shape}"
+            f"weight should have one entry per class ({input.shape[cls]}), got "
+            f"{tuple(weight.shape)}"
         )
     count = np.count_nonzero(onehot)
     fold = reduction != "none" and input.dtype.is_floating_point
@@ -447,30 +472,16 @@ class BinaryCrossEntropy(Function):
         need_x, need_t = ctx.needs_input_grad
         grad_x = grad_t = None
         if need_x:
-            denom = zip_op(ops.MAX, x * (1.0 - x), scalar(x, 1e-12))
-            grad_x = grad * (x - t) / denom
+            grad_x = grad * (x - t) / _at_least(x * (1.0 - x), 1e-12)
         if need_t:
-            floor = scalar(x, -100.0)
-            grad_t = grad * (
-                zip_op(ops.MAX, (1.0 - x).log(), floor) - zip_op(ops.MAX, x.log(), floor)
-            )
+            grad_t = grad * (_at_least((1.0 - x).log(), -100.0) - _at_least(x.log(), -100.0))
         return grad_x, grad_t
 
-    @staticmethod
-    def backward_graph(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        """The same gradients, recorded (create_graph); the clamps pick with `where`."""
-        x, t = ctx.saved_tensors
-        need_x, need_t = ctx.needs_input_grad
 
-        def at_least(value: Tensor, floor: float) -> Tensor:
-            bound = scalar(value, floor)
-            return Where.apply(zip_op(ops.GE, value.detach(), bound), value, bound)
-
-        grad_x = grad * (x - t) / at_least(x * (1.0 - x), 1e-12) if need_x else None
-        grad_t = None
-        if need_t:
-            grad_t = grad * (at_least((1.0 - x).log(), -100.0) - at_least(x.log(), -100.0))
-        return grad_x, grad_t
+def _at_least(value: Tensor, floor: float) -> Tensor:
+    """max(value, floor), picked with `where` (the gradient goes to the value picked)."""
+    bound = scalar(value, floor)
+    return Where.apply(value.detach() >= floor, value, bound)
 
 
 def _check_probabilities(name: str, t: Tensor) -> None:
@@ -480,7 +491,7 @@ def _check_probabilities(name: str, t: Tensor) -> None:
     if outside:
         raise RuntimeError(
             f"all elements of {name} should be between 0 and 1 ({int(outside)} of the "
-            f"{t.numel()} cells of the {name} of shape {t.shape} are not, nan included)"
+            f"{t.numel()} cells of the {name} of shape {tuple(t.shape)} are not, nan included)"
         )
 
 
@@ -494,8 +505,8 @@ def binary_cross_entropy(
     _check_reduction(reduction)
     if target.shape != input.shape:
         raise ValueError(
-            f"Using a target size ({target.shape}) that is different to the input size "
-            f"({input.shape}) is deprecated. Please ensure they have the same size."
+            f"Using a target size ({tuple(target.shape)}) that is different to the input size "
+            f"({tuple(input.shape)}) is deprecated. Please ensure they have the same size."
         )
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"binary_cross_entropy: expected a float input, got {input.dtype}")
@@ -511,7 +522,8 @@ def _paired(name: str, input: Tensor, target: Tensor) -> None:  # noqa: A002
     """PyTorch's ValueError when `target`'s shape differs from `input`'s."""
     if target.shape != input.shape:
         raise ValueError(
-            f"{name}: Target size ({target.shape}) must be the same as input size ({input.shape})"
+            f"{name}: Target size ({tuple(target.shape)}) must be the same as input size "
+            f"({tuple(input.shape)})"
         )
 
 
@@ -519,8 +531,8 @@ def _broadcast_warning(input: Tensor, target: Tensor) -> None:  # noqa: A002
     """PyTorch's UserWarning when a pointwise loss broadcasts input against target."""
     if input.shape != target.shape:
         warnings.warn(
-            f"Using a target size ({target.shape}) that is different to the input size "
-            f"({input.shape}). This will likely lead to incorrect results due to "
+            f"Using a target size ({tuple(target.shape)}) that is different to the input size "
+            f"({tuple(input.shape)}). This will likely lead to incorrect results due to "
             "broadcasting. Please ensure they have the same size.",
             UserWarning,
             stacklevel=3,
