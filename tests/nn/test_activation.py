@@ -32,9 +32,8 @@ def np_log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
 
 
-@settings(deadline=None)
-@given(arrays, st.data())
-def test_max_along_gives_values_indices_and_routes_the_gradient(values, data):
+def check_drawn_max_along(values: np.ndarray, data: st.DataObject) -> None:
+    """max_along of a drawn array: values, first indices, gradient (chosen tests run it too)."""
     dim = data.draw(st.integers(-values.ndim, values.ndim - 1))
     keepdim = data.draw(st.booleans())
     x = mf.tensor(values, requires_grad=True)
@@ -52,7 +51,26 @@ def test_max_along_gives_values_indices_and_routes_the_gradient(values, data):
     assert_close(x.grad, expected)
 
 
-def test_max_along_by_hand_ties_and_names():
+def check_drawn_dropout(values: np.ndarray, data: st.DataObject) -> None:
+    """Dropout of a drawn array: survivors scaled by 1/(1-p), identity when not training."""
+    p = data.draw(st.floats(0.1, 0.9), label="p")
+    x = mf.tensor(values)
+    out = F.dropout(x, p).numpy()
+    kept = out != 0
+    assert_close(out[kept], values[kept] / (1 - p))
+    assert np.array_equal(F.dropout(x, p, training=False).numpy(), values)
+
+
+@settings(deadline=None)
+@given(arrays, st.data())
+def test_max_along_gives_values_indices_and_routes_the_gradient(values, data):
+    check_drawn_max_along(values, data)
+
+
+@settings(max_examples=3, deadline=None)  # and a few drawn inputs
+@given(arrays, st.data())
+def test_max_along_by_hand_ties_and_names(values, data):
+    check_drawn_max_along(values, data)
     x = mf.tensor([[1.0, 5.0, 5.0], [7.0, 2.0, 3.0]], requires_grad=True)
     result = F.max_along(x, 1)
     assert result.values.tolist() == [5.0, 7.0]
@@ -65,9 +83,8 @@ def test_max_along_by_hand_ties_and_names():
         F.max_along(x, 2)
 
 
-@settings(deadline=None)
-@given(arrays, st.data())
-def test_softmax_and_log_softmax_match_numpy_with_gradients(values, data):
+def check_drawn_softmax(values: np.ndarray, data: st.DataObject) -> None:
+    """softmax and log_softmax of a drawn array against numpy (chosen tests run it too)."""
     dim = data.draw(st.integers(-values.ndim, values.ndim - 1))
     grad = np.random.default_rng(1).standard_normal(values.shape)
     s = np_softmax(values, dim)
@@ -83,7 +100,16 @@ def test_softmax_and_log_softmax_match_numpy_with_gradients(values, data):
     assert_close(x.grad, grad - s * grad.sum(axis=dim, keepdims=True))
 
 
-def test_softmax_family_is_stable_for_huge_logits():
+@settings(deadline=None)
+@given(arrays, st.data())
+def test_softmax_and_log_softmax_match_numpy_with_gradients(values, data):
+    check_drawn_softmax(values, data)
+
+
+@settings(max_examples=3, deadline=None)  # and a few drawn inputs
+@given(arrays, st.data())
+def test_softmax_family_is_stable_for_huge_logits(values, data):
+    check_drawn_max_along(values, data)
     logits = np.array([[1000.0, 0.0, -1000.0], [1000.0, 1000.0, 999.0]])
     soft = F.softmax(mf.tensor(logits), 1)
     assert_close(soft, np_softmax(logits, 1))
@@ -93,7 +119,10 @@ def test_softmax_family_is_stable_for_huge_logits():
     assert F.softmax(mf.tensor([-1000.0, -1000.0]), 0).tolist() == [0.5, 0.5]
 
 
-def test_softmax_gradcheck_dtypes_and_zero_dim():
+@settings(max_examples=3, deadline=None)  # and a few drawn inputs
+@given(arrays, st.data())
+def test_softmax_gradcheck_dtypes_and_zero_dim(values, data):
+    check_drawn_max_along(values, data)
     x = mf.tensor(np.random.default_rng(1).standard_normal((2, 3)), requires_grad=True)
     assert gradcheck(lambda t: F.log_softmax(t, 0), [x])
     assert gradcheck(lambda t: F.softmax(t, 1), [x])
@@ -105,7 +134,10 @@ def test_softmax_gradcheck_dtypes_and_zero_dim():
     assert F.log_softmax(mf.tensor(3.0), 0).item() == 0.0
 
 
-def test_dropout_identity_when_not_training_or_p_zero():
+@settings(max_examples=3, deadline=None)  # and a few drawn inputs
+@given(arrays, st.data())
+def test_dropout_identity_when_not_training_or_p_zero(values, data):
+    check_drawn_dropout(values, data)
     x = mf.randn(4, 5, requires_grad=True)
     assert F.dropout(x, 0.5, training=False) is x
     assert F.dropout(x, 0.0) is x
@@ -116,7 +148,10 @@ def test_dropout_identity_when_not_training_or_p_zero():
         F.dropout(x, -0.1)
 
 
-def test_dropout_scales_survivors_and_is_reproducible():
+@settings(max_examples=3, deadline=None)  # and a few drawn inputs
+@given(arrays, st.data())
+def test_dropout_scales_survivors_and_is_reproducible(values, data):
+    check_drawn_dropout(values, data)
     x = mf.ones(200, 50, requires_grad=True)
     mf.manual_seed(3)
     first = F.dropout(x, 0.3)
@@ -133,7 +168,10 @@ def test_dropout_scales_survivors_and_is_reproducible():
     assert third.tolist() != first.tolist()
 
 
-def test_dropout_layer_follows_train_and_eval():
+@settings(max_examples=3, deadline=None)  # and a few drawn inputs
+@given(arrays, st.data())
+def test_dropout_layer_follows_train_and_eval(values, data):
+    check_drawn_dropout(values, data)
     layer = mf.nn.Dropout(0.5)
     x = mf.ones(20, 20)
     assert (layer(x).numpy() == 0).any()
