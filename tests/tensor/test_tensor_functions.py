@@ -94,8 +94,35 @@ def test_gradcheck_max_and_min(backend: TensorBackend, data: st.DataObject, keep
     assert gradcheck(lambda t: t.min(), (x,))
 
 
+def check_drawn_broadcast_backward(data: st.DataObject) -> None:
+    """(a * b + a).sum() of drawn broadcastable operands: both gradients summed back.
+
+    Every chosen-input test of task 2.4 checks one too, so backwards fitted to them fail.
+    """
+    shape_a, shape_b = data.draw(mt.broadcastable_shapes(**SMALL), label="shapes")
+    a = data.draw(mt.tensors(shape=shape_a, requires_grad=True), label="a")
+    b = data.draw(mt.tensors(shape=shape_b, requires_grad=True), label="b")
+    va, vb = a.detach().numpy(), b.detach().numpy()
+    (a * b + a).sum().backward()
+    big = np.broadcast_shapes(shape_a, shape_b)
+
+    def summed_to(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        values = np.broadcast_to(values, big)
+        extra = values.ndim - len(shape)
+        values = values.sum(axis=tuple(range(extra))) if extra else values
+        ones = tuple(i for i, side in enumerate(shape) if side == 1)
+        return values.sum(axis=ones, keepdims=True) if ones else values
+
+    assert a.grad is not None and b.grad is not None
+    mt.assert_close(a.grad, summed_to(np.broadcast_to(vb, big) + 1.0, shape_a))
+    mt.assert_close(b.grad, summed_to(va, shape_b))
+
+
 @task2_4
-def test_max_of_ties_shares_the_gradient_evenly() -> None:
+@some
+@given(data=st.data())
+def test_max_of_ties_shares_the_gradient_evenly(data: st.DataObject) -> None:
+    check_drawn_broadcast_backward(data)
     x = mf.tensor([1.0, 3.0, 3.0, 2.0], requires_grad=True)
     x.max().backward()
     assert x.grad is not None and x.grad.tolist() == [0.0, 0.5, 0.5, 0.0]
@@ -159,7 +186,10 @@ def test_gradcheck_given_layout_ops(
 
 
 @task2_4
-def test_gradcheck_cat_and_where_with_several_inputs() -> None:
+@some
+@given(data=st.data())
+def test_gradcheck_cat_and_where_with_several_inputs(data: st.DataObject) -> None:
+    check_drawn_broadcast_backward(data)
     a = mf.randn(2, 3, requires_grad=True)
     b = mf.randn(1, 3, requires_grad=True)
     c = mf.randn(3, requires_grad=True)
@@ -179,7 +209,10 @@ def test_cast_backward_returns_the_leaf_dtype() -> None:
 
 
 @task2_4
-def test_gradients_of_broadcast_operands_are_summed_back() -> None:
+@some
+@given(data=st.data())
+def test_gradients_of_broadcast_operands_are_summed_back(data: st.DataObject) -> None:
+    check_drawn_broadcast_backward(data)
     a = mf.ones(2, 3, requires_grad=True)
     b = mf.tensor([1.0, 2.0, 3.0], requires_grad=True)
     c = mf.tensor([[2.0], [5.0]], requires_grad=True)
@@ -190,7 +223,10 @@ def test_gradients_of_broadcast_operands_are_summed_back() -> None:
 
 
 @task2_4
-def test_number_operands_get_no_gradient_and_constants_stay_constant() -> None:
+@some
+@given(data=st.data())
+def test_number_operands_get_no_gradient_and_constants_stay_constant(data: st.DataObject) -> None:
+    check_drawn_broadcast_backward(data)
     x = mf.tensor([2.0], requires_grad=True)
     k = mf.tensor([5.0])
     (3.0 * x + k / x - 1).sum().backward()
