@@ -213,7 +213,7 @@ class Recorder(hooks.Listener):
         ref = self.ref(data)
         check(host_values(backend, data))
         if self.buffers[ref.buf].origin not in ("input", "const"):
-            self.on_host_read(f"a check of the values of a tensor of shape {data.shape}")
+            self.on_host_read(f"a check of the values of a tensor of shape {tuple(data.shape)}")
             return
         self.checks.append((ref, backend, check))
 
@@ -247,7 +247,7 @@ class Recorder(hooks.Listener):
                 self._refill(out.base)
                 if not self._writable(out):
                     self.problems.append(
-                        f"it writes in place into a tensor of shape {out.shape} that the "
+                        f"it writes in place into a tensor of shape {tuple(out.shape)} that the "
                         "traced ops did not compute (state outside the function other than "
                         "a leaf whose gradient its backward made or an optimizer's state, "
                         "or a tensor made from numpy data)"

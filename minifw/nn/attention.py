@@ -230,8 +230,7 @@ class MultiheadAttention(Module):
             )
         if key.shape[:-1] != value.shape[:-1]:
             raise AssertionError(
-                f"key shape {tuple(key.shape)} does not match value shape "
-                f"{tuple(value.shape)}"
+                f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}"
             )
         if key.shape[-1] != self.kdim or value.shape[-1] != self.vdim:
             raise AssertionError(

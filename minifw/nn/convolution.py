@@ -64,7 +64,7 @@ def conv_nd(
     if input.dim() not in (nd + 1, nd + 2) or weight.dim() != nd + 2:
         raise RuntimeError(
             f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) input and a "
-            f"{nd + 2}-D weight, got input {input.shape} and weight {weight.shape}"
+            f"{nd + 2}-D weight, got input {tuple(input.shape)} and weight {tuple(weight.shape)}"
         )
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)

@@ -67,7 +67,7 @@ def _check(t: Tensor, pad: Sequence[int], mode: str) -> list[tuple[int, int, int
     if len(pad) % 2 or len(pad) // 2 > t.dim():
         raise RuntimeError(
             f"Padding length must be divisible by 2 and at most twice the number of dims; "
-            f"got pad {tuple(pad)} for an input of shape {t.shape}"
+            f"got pad {tuple(pad)} for an input of shape {tuple(t.shape)}"
         )
     pairs = [(t.dim() - 1 - i, int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(len(pad) // 2)]
     if mode == "constant":
@@ -76,14 +76,14 @@ def _check(t: Tensor, pad: Sequence[int], mode: str) -> list[tuple[int, int, int
             if left < 0:
                 raise RuntimeError(
                     f"narrow(): length must be non-negative. (pad: cropping ({before}, {after}) "
-                    f"from dim {dim} of an input of shape {t.shape} leaves {left} cells)"
+                    f"from dim {dim} of an input of shape {tuple(t.shape)} leaves {left} cells)"
                 )
         return pairs
     if not len(pairs) + 1 <= t.dim() <= len(pairs) + 2:
         raise NotImplementedError(
             f"Padding size {len(pad)} is not supported for {t.dim()}D input tensor: {mode} "
             f"padding of {len(pairs)} dims needs a {len(pairs) + 1}-D or {len(pairs) + 2}-D "
-            f"input, got shape {t.shape}"
+            f"input, got shape {tuple(t.shape)}"
         )
     for dim, before, after in pairs:
         size = t.shape[dim]
@@ -91,7 +91,7 @@ def _check(t: Tensor, pad: Sequence[int], mode: str) -> list[tuple[int, int, int
         if min(before, after) < 0 or max(before, after) > limit:
             raise RuntimeError(
                 f"pad: {mode} padding ({before}, {after}) of dim {dim} must be between 0 and "
-                f"{limit} for an input of shape {t.shape}"
+                f"{limit} for an input of shape {tuple(t.shape)}"
             )
     return pairs
 

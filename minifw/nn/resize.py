@@ -104,8 +104,7 @@ def interpolate(
         )
     if nd < 1:
         raise ValueError(
-            "interpolate: expected a 3-D to 5-D input, got shape "
-            f"{tuple(input.shape)}"
+            f"interpolate: expected a 3-D to 5-D input, got shape {tuple(input.shape)}"
         )
     sizes, factors = _output_sizes(input, size, scale_factor, nd)
     if recompute_scale_factor:

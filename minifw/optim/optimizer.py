@@ -115,8 +115,7 @@ class Optimizer:
             t = param_tensor(p)
             if not t.is_leaf:
                 raise ValueError(
-                    f"can't optimize a non-leaf Tensor (param {i}, shape "
-                    f"{tuple(t.shape)})"
+                    f"can't optimize a non-leaf Tensor (param {i}, shape {tuple(t.shape)})"
                 )
             if id(p) in seen:
                 raise ValueError("some parameters appear in more than one parameter group")

@@ -102,14 +102,14 @@ def full_like(t: Tensor, fill_value: float, **options: Any) -> Tensor:
 
 
 def rand(*shape: Any, **options: Any) -> Tensor:
-    """Uniform samples from [0, 1) (reproducible with `manual_seed`)."""
-    values = generator().random(as_shape(shape))
+    """Uniform samples from [0, 1) (reproducible with `manual_seed` or `generator=`)."""
+    values = generator(options.pop("generator", None)).random(as_shape(shape))
     return _make(values, **_options(options))
 
 
 def randn(*shape: Any, **options: Any) -> Tensor:
-    """Standard normal samples (reproducible with `manual_seed`)."""
-    values = generator().standard_normal(as_shape(shape))
+    """Standard normal samples (reproducible with `manual_seed` or `generator=`)."""
+    values = generator(options.pop("generator", None)).standard_normal(as_shape(shape))
     return _make(values, **_options(options))
 
 
@@ -129,7 +129,8 @@ def randint(*args: Any, **options: Any) -> Tensor:
         raise RuntimeError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )
-    values = generator().integers(int(low), int(high), size=as_shape(size))
+    rng = generator(options.pop("generator", None))
+    values = rng.integers(int(low), int(high), size=as_shape(size))
     options.setdefault("dtype", dtypes.int64)
     return _make(values, **_options(options))
 
@@ -137,7 +138,8 @@ def randint(*args: Any, **options: Any) -> Tensor:
 def randperm(n: int, **options: Any) -> Tensor:
     """A random permutation of 0..n-1 as int64."""
     options.setdefault("dtype", dtypes.int64)
-    return _make(generator().permutation(n), **_options(options))
+    rng = generator(options.pop("generator", None))
+    return _make(rng.permutation(n), **_options(options))
 
 
 def _options(options: dict[str, Any]) -> dict[str, Any]:
@@ -299,14 +301,14 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         if t.dim() != first.dim():
             raise RuntimeError(
                 f"Tensors must have same number of dimensions: got {first.dim()} and {t.dim()} "
-                f"(shapes {first.shape} and {t.shape} at positions 0 and {i})"
+                f"(shapes {tuple(first.shape)} and {tuple(t.shape)} at positions 0 and {i})"
             )
         for k, (a, b) in enumerate(zip(first.shape, t.shape, strict=True)):
             if k != d and a != b:
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {d}. Expected size {a} "
                     f"but got size {b} for tensor number {i} in the list (shapes "
-                    f"{first.shape} and {t.shape})."
+                    f"{tuple(first.shape)} and {tuple(t.shape)})."
                 )
     dtype = first.dtype
     for t in items[1:]:
@@ -346,7 +348,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:  # no
     if condition.dtype is not dtypes.bool:
         raise RuntimeError(
             f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-            f"{condition.dtype} (shape {condition.shape}); compare it, e.g. cond != 0"
+            f"{condition.dtype} (shape {tuple(condition.shape)}); compare it, e.g. cond != 0"
         )
     if isinstance(input, Tensor):
         a = condition._operand(input)

@@ -504,8 +504,7 @@ def _dim_index(
     index = _index_tensor(index, name)
     if index.dim() > 1:
         raise IndexError(
-            f"{name}(): Index is supposed to be a vector (got shape "
-            f"{tuple(index.shape)})"
+            f"{name}(): Index is supposed to be a vector (got shape {tuple(index.shape)})"
         )
     d = normalize_dim(dim, t.dim())
     size = t.shape[d] if t.dim() else 1

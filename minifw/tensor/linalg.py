@@ -28,9 +28,13 @@ def _name(t: Tensor) -> str:
 def mm(a: Tensor, b: Tensor) -> Tensor:
     """The matrix product of two 2-D tensors (no broadcasting)."""
     if a.dim() != 2:
-        raise RuntimeError(f"self must be a matrix (got a {a.dim()}-D tensor of shape {a.shape})")
+        raise RuntimeError(
+            f"self must be a matrix (got a {a.dim()}-D tensor of shape {tuple(a.shape)})"
+        )
     if b.dim() != 2:
-        raise RuntimeError(f"mat2 must be a matrix (got a {b.dim()}-D tensor of shape {b.shape})")
+        raise RuntimeError(
+            f"mat2 must be a matrix (got a {b.dim()}-D tensor of shape {tuple(b.shape)})"
+        )
     if a.dtype is not b.dtype:
         raise RuntimeError(
             f"expected m1 and m2 to have the same dtype, but got: {_name(a)} != {_name(b)}"
@@ -41,9 +45,9 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     """Matrix products of two batches of matrices, (B, n, k) @ (B, k, m)."""
     if a.dim() != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor (got shape {a.shape})")
+        raise RuntimeError(f"batch1 must be a 3D tensor (got shape {tuple(a.shape)})")
     if b.dim() != 3:
-        raise RuntimeError(f"batch2 must be a 3D tensor (got shape {b.shape})")
+        raise RuntimeError(f"batch2 must be a 3D tensor (got shape {tuple(b.shape)})")
     want = [a.shape[0], a.shape[2]]
     if list(b.shape[:2]) != want:
         raise RuntimeError(
@@ -52,8 +56,8 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
         )
     if a.dtype is not b.dtype:
         raise RuntimeError(
-            f"expected scalar type {_name(a)} but found {_name(b)} (bmm of {a.shape} and "
-            f"{b.shape})"
+            f"expected scalar type {_name(a)} but found {_name(b)} (bmm of {tuple(a.shape)} and "
+            f"{tuple(b.shape)})"
         )
     return a @ b
 
@@ -63,7 +67,7 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
     if a.dim() != 2 or v.dim() != 1:
         raise RuntimeError(
             f"vector + matrix @ vector expected, got 1, {a.dim()}, {v.dim()} (shapes "
-            f"{a.shape} and {v.shape})"
+            f"{tuple(a.shape)} and {tuple(v.shape)})"
         )
     if a.shape[1] != v.shape[0]:
         raise RuntimeError(
@@ -155,7 +159,7 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
         if t.dim() > 1:
             raise RuntimeError(
                 f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got a "
-                f"{t.dim()}-D tensor of shape {t.shape} at position {i}"
+                f"{t.dim()}-D tensor of shape {tuple(t.shape)} at position {i}"
             )
         if t.dtype is not items[0].dtype:
             raise RuntimeError(

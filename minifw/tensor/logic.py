@@ -91,9 +91,10 @@ def bitwise(t: Tensor, how: str, other: Any) -> Tensor:
     if a.dtype is not dtypes.int64:
         raise NotImplementedError(
             f"\"bitwise_{how}\" not implemented for '{TORCH_NAMES[a.dtype]}' (operands of "
-            f"shapes {t.shape} and {b.shape}): use bool or int64 tensors"
+            f"shapes {tuple(t.shape)} and {tuple(b.shape)}): use bool or int64 tensors"
         )
-    return _on_host(a, b, BITWISE[how], f"int64 {how} of shapes {a.shape} and {b.shape}")
+    shapes = f"{tuple(a.shape)} and {tuple(b.shape)}"
+    return _on_host(a, b, BITWISE[how], f"int64 {how} of shapes {shapes}")
 
 
 def invert(t: Tensor) -> Tensor:
@@ -103,10 +104,10 @@ def invert(t: Tensor) -> Tensor:
     if t.dtype is not dtypes.int64:
         raise TypeError(
             f"~ (operator.invert) is only implemented on integer and Boolean-type tensors "
-            f"(got a {t.dtype} tensor of shape {t.shape})"
+            f"(got a {t.dtype} tensor of shape {tuple(t.shape)})"
         )
     x = t.detach()
-    return _on_host(x, x, lambda v, _: np.invert(v), f"int64 ~ of shape {x.shape}")
+    return _on_host(x, x, lambda v, _: np.invert(v), f"int64 ~ of shape {tuple(x.shape)}")
 
 
 def _on_host(a: Tensor, b: Tensor, fn: Any, what: str) -> Tensor:
@@ -187,7 +188,7 @@ def isclose(
     if a.dtype is not b.dtype:
         raise RuntimeError(
             f"{TORCH_NAMES[a.dtype]} did not match {TORCH_NAMES[b.dtype]} (isclose of shapes "
-            f"{a.shape} and {b.shape})"
+            f"{tuple(a.shape)} and {tuple(b.shape)})"
         )
     if rtol < 0 or atol < 0:
         raise RuntimeError(f"isclose: rtol ({rtol}) and atol ({atol}) must be non-negative")
@@ -243,8 +244,8 @@ def bitwise_inplace(t: Tensor, how: str, other: Any) -> Tensor:
     if result.dtype is not t.dtype:
         raise RuntimeError(
             f"result type {TORCH_NAMES[result.dtype]} can't be cast to the desired output "
-            f"type {TORCH_NAMES[t.dtype]} (in-place {how} of shapes {t.shape} and "
-            f"{result.shape})"
+            f"type {TORCH_NAMES[t.dtype]} (in-place {how} of shapes {tuple(t.shape)} and "
+            f"{tuple(result.shape)})"
         )
     return t.copy_(result)
 
@@ -255,14 +256,14 @@ def check_sub_operands(a: Tensor, b: Any) -> None:
     if a.dtype is dtypes.bool and b_bool:
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
-            f"`^` or `logical_xor()` operator instead. (shapes {a.shape} and "
+            f"`^` or `logical_xor()` operator instead. (shapes {tuple(a.shape)} and "
             f"{getattr(b, 'shape', ())})"
         )
     if a.dtype is dtypes.bool or getattr(b, "dtype", None) is dtypes.bool:
         raise RuntimeError(
             "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
             "trying to invert a mask, use the `~` or `logical_not()` operator instead. "
-            f"(shapes {a.shape} and {getattr(b, 'shape', ())})"
+            f"(shapes {tuple(a.shape)} and {getattr(b, 'shape', ())})"
         )
 
 
@@ -272,7 +273,7 @@ def check_negatable(t: Tensor) -> None:
         raise RuntimeError(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
             f"to invert a mask, use the `~` or `logical_not()` operator instead. (shape "
-            f"{t.shape})"
+            f"{tuple(t.shape)})"
         )
 
 
@@ -282,7 +283,8 @@ def check_bool_value(t: Tensor) -> None:
         raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
     if t.numel() > 1:
         raise RuntimeError(
-            f"Boolean value of Tensor with more than one value is ambiguous (shape {t.shape})"
+            "Boolean value of Tensor with more than one value is ambiguous (shape "
+            f"{tuple(t.shape)})"
         )
 
 
