@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minifw.backends import cuda_available, get_backend
@@ -158,8 +158,45 @@ def test_int64_zip_and_reduce_stay_exact(data: Any, shape: Any, op: int) -> None
         np.testing.assert_array_equal(summed, REDUCE[op](expected, axis=0, keepdims=True))
 
 
+# A chosen-input test also checks a couple of drawn cases, so kernels fitted to the
+# chosen inputs do not pass (two examples: the simulator runs every thread in Python).
+TWO = settings(
+    max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def check_drawn_cuda_kernels(data: Any) -> None:
+    """map, zip and reduce of a drawn float64 array on the CUDA backend, against SimpleOps."""
+    shape = data.draw(TINY, label="shape")
+    x = data.draw(strided(shape, np.float64, elements(Domain(-2.0, 2.0), np.float64)))
+    cuda, simple = get_backend("cuda"), get_backend("simple")
+    on = on_backend(x.data, cuda)
+    check(cuda.map(ops.NEG, on), simple.map(ops.NEG, x.data), -x.values, np.float64)
+    check(cuda.zip(ops.ADD, on, on), simple.zip(ops.ADD, x.data, x.data), 2 * x.values,
+          np.float64)  # fmt: skip
+    dim = data.draw(st.integers(0, len(shape) - 1), label="dim")
+    check(cuda.reduce(ops.ADD, on, dim), simple.reduce(ops.ADD, x.data, dim),
+          x.values.sum(axis=dim, keepdims=True), np.float64)  # fmt: skip
+
+
+def check_drawn_cuda_matmul(data: Any) -> None:
+    """The tiled matmul of drawn float64 operands with a drawn tile, against numpy."""
+    rows, inner, cols = (data.draw(st.integers(1, 5), label="side") for _ in range(3))
+    a = data.draw(strided((1, rows, inner), np.float64, elements(Domain(-2.0, 2.0), np.float64)))
+    b = data.draw(strided((1, inner, cols), np.float64, elements(Domain(-2.0, 2.0), np.float64)))
+    cuda = get_backend("cuda")
+    out = cuda.empty((1, rows, cols), np.float64)
+    tile = data.draw(st.sampled_from([2, 4]), label="tile")
+    cuda_ops.CudaOps.matmul(*out.tuple(), *on_backend(a.data, cuda).tuple(),
+                            *on_backend(b.data, cuda).tuple(), tile=tile)  # fmt: skip
+    assert_close(cuda.to_numpy(out), np.matmul(a.values, b.values), rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.task3_3
-def test_reduce_folds_into_the_start_value_already_in_out() -> None:
+@TWO
+@given(data=st.data())
+def test_reduce_folds_into_the_start_value_already_in_out(data: Any) -> None:
+    check_drawn_cuda_kernels(data)
     cuda = get_backend("cuda")
     a = cuda.from_numpy(np.arange(1.0, 13.0).reshape(3, 4))
     out = cuda.from_numpy(np.array([[10.0], [20.0], [30.0]]))
@@ -169,7 +206,10 @@ def test_reduce_folds_into_the_start_value_already_in_out() -> None:
 
 @pytest.mark.task3_3
 @pytest.mark.parametrize("n, threads", [(11, 4), (37, None), (300, None), (5, 8)])
-def test_reduce_covers_any_length_in_one_launch(n: int, threads: Any) -> None:
+@TWO
+@given(data=st.data())
+def test_reduce_covers_any_length_in_one_launch(n: int, threads: Any, data: Any) -> None:
+    check_drawn_cuda_kernels(data)
     cuda = get_backend("cuda")
     values = np.random.default_rng(n).uniform(-1, 1, size=(2, n))
     a = cuda.from_numpy(values)
@@ -182,7 +222,12 @@ def test_reduce_covers_any_length_in_one_launch(n: int, threads: Any) -> None:
 
 @pytest.mark.task3_3
 @pytest.mark.parametrize("op, expected", [(ops.MAX, [3.0, -1.0]), (ops.MUL, [243.0, -1.0])])
-def test_reduce_tree_skips_shared_slots_no_thread_filled(op: int, expected: list[float]) -> None:
+@TWO
+@given(data=st.data())
+def test_reduce_tree_skips_shared_slots_no_thread_filled(
+    op: int, expected: list[float], data: Any
+) -> None:
+    check_drawn_cuda_kernels(data)
     # 5 cells per row and 8 threads: slots 5..7 of the shared buffer hold no value
     # (garbage, or the previous row's partials); folding them in would change the result.
     cuda = get_backend("cuda")
@@ -193,7 +238,12 @@ def test_reduce_tree_skips_shared_slots_no_thread_filled(op: int, expected: list
 
 
 @pytest.mark.task3_3
-def test_grid_stride_loops_cover_more_cells_than_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+@TWO
+@given(data=st.data())
+def test_grid_stride_loops_cover_more_cells_than_threads(
+    monkeypatch: pytest.MonkeyPatch, data: Any
+) -> None:
+    check_drawn_cuda_kernels(data)
     monkeypatch.setattr(cuda_ops, "MAX_BLOCKS", 1)
     cuda = get_backend("cuda")
     values = np.linspace(-1, 1, 300).reshape(3, 100)
@@ -206,7 +256,10 @@ def test_grid_stride_loops_cover_more_cells_than_threads(monkeypatch: pytest.Mon
 
 
 @pytest.mark.task3_3
-def test_storage_stays_on_the_device() -> None:
+@TWO
+@given(data=st.data())
+def test_storage_stays_on_the_device(data: Any) -> None:
+    check_drawn_cuda_kernels(data)
     cuda = get_backend("cuda")
     a = cuda.from_numpy(np.ones((2, 3)))
     b = cuda.zip(ops.ADD, cuda.map(ops.EXP, a), a)
@@ -266,7 +319,10 @@ def test_backend_matmul_promotes_and_broadcasts(data: Any, pair: Any) -> None:
 
 
 @pytest.mark.task3_4
-def test_default_tile_handles_sizes_that_are_not_multiples_of_it() -> None:
+@TWO
+@given(data=st.data())
+def test_default_tile_handles_sizes_that_are_not_multiples_of_it(data: Any) -> None:
+    check_drawn_cuda_matmul(data)
     rng = np.random.default_rng(0)
     a, b = rng.uniform(-1, 1, size=(9, 10)), rng.uniform(-1, 1, size=(10, 11))
     cuda = get_backend("cuda")
@@ -289,7 +345,10 @@ def test_matmul_rejects_bad_operands_before_launch() -> None:
 
 
 @pytest.mark.task3_4
-def test_matmul_with_empty_inner_dim_writes_zeros() -> None:
+@TWO
+@given(data=st.data())
+def test_matmul_with_empty_inner_dim_writes_zeros(data: Any) -> None:
+    check_drawn_cuda_matmul(data)
     cuda = get_backend("cuda")
     a, b = cuda.from_numpy(np.zeros((1, 2, 0))), cuda.from_numpy(np.zeros((1, 0, 3)))
     out = cuda.full((1, 2, 3), np.nan, np.float64)
@@ -300,7 +359,10 @@ def test_matmul_with_empty_inner_dim_writes_zeros() -> None:
 @pytest.mark.task3_4
 @pytest.mark.parametrize("side", ["a", "b"])
 @pytest.mark.filterwarnings("ignore:.*invalid value encountered:RuntimeWarning")
-def test_cells_past_the_edge_load_as_zero_not_stale(side: str) -> None:
+@TWO
+@given(data=st.data())
+def test_cells_past_the_edge_load_as_zero_not_stale(side: str, data: Any) -> None:
+    check_drawn_cuda_matmul(data)
     # inner = 3 with tile 2: the second k-tile has one cell past the edge. Stale shared
     # memory there (the inf of the first tile) would turn inf * 0 into NaN. (Threads
     # owning no cell of out do compute inf * 0, hence the simulator's warning.)
