@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import minifw as mf
 from minifw.tools.profiler import profile
@@ -32,38 +34,49 @@ def make(factory, seed: int = 0):  # type: ignore[no-untyped-def]
         return factory()
 
 
-def test_fast_linear_is_x_times_weight_plus_bias() -> None:
-    layer = make(lambda: FastLinear(3, 4))
-    x = np.random.default_rng(1).uniform(-1, 1, size=(5, 3))
+@given(st.integers(1, 6), st.integers(1, 5), st.integers(1, 5), st.integers(0, 2**16))
+def test_fast_linear_is_x_times_weight_plus_bias(
+    batch: int, fan_in: int, fan_out: int, seed: int
+) -> None:
+    layer = make(lambda: FastLinear(fan_in, fan_out), seed=seed)
+    x = np.random.default_rng(seed).uniform(-1, 1, size=(batch, fan_in))
     out = layer(mf.tensor(x, backend=FAST))
-    assert out.shape == (5, 4)
+    assert out.shape == (batch, fan_out)
     expected = x @ numpy_of(layer.weight) + numpy_of(layer.bias)
     np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-12, atol=1e-12)
 
 
-def test_fast_linear_gradients_reach_weight_and_bias() -> None:
-    layer = make(lambda: FastLinear(2, 3))
-    x = np.array([[1.0, 2.0], [3.0, -1.0]])
+@given(st.integers(1, 6), st.integers(1, 4), st.integers(1, 4), st.integers(0, 2**16))
+def test_fast_linear_gradients_reach_weight_and_bias(
+    batch: int, fan_in: int, fan_out: int, seed: int
+) -> None:
+    layer = make(lambda: FastLinear(fan_in, fan_out), seed=seed)
+    x = np.random.default_rng(seed).uniform(-2, 2, size=(batch, fan_in))
     layer(mf.tensor(x, backend=FAST)).sum().backward()
-    np.testing.assert_allclose(layer.weight.value.grad.numpy(), np.repeat(x.sum(0)[:, None], 3, 1))
-    np.testing.assert_allclose(layer.bias.value.grad.numpy(), [2.0, 2.0, 2.0])
+    want = np.repeat(x.sum(0)[:, None], fan_out, 1)
+    np.testing.assert_allclose(layer.weight.value.grad.numpy(), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(layer.bias.value.grad.numpy(), [float(batch)] * fan_out)
 
 
-def test_fast_network_matches_its_numpy_forward() -> None:
-    net = make(lambda: FastNetwork(6), seed=3)
-    x = np.random.default_rng(2).uniform(-1, 1, size=(7, 2))
+@given(st.integers(1, 8), st.integers(1, 9), st.integers(0, 2**16))
+def test_fast_network_matches_its_numpy_forward(hidden_size: int, batch: int, seed: int) -> None:
+    net = make(lambda: FastNetwork(hidden_size), seed=seed)
+    x = np.random.default_rng(seed).uniform(-1, 1, size=(batch, 2))
     hidden = x
     for layer in (net.layer1, net.layer2):
         hidden = np.maximum(hidden @ numpy_of(layer.weight) + numpy_of(layer.bias), 0.0)
     expected = hidden @ numpy_of(net.layer3.weight) + numpy_of(net.layer3.bias)
     got = net(mf.tensor(x, backend=FAST))
-    assert got.shape == (7, 1)
+    assert got.shape == (batch, 1)
     np.testing.assert_allclose(got.detach().numpy(), expected, rtol=1e-12, atol=1e-12)
 
 
-def test_each_layer_is_one_matmul_for_the_whole_batch() -> None:
-    net = make(lambda: FastNetwork(8))
-    x = mf.tensor(np.random.default_rng(4).uniform(-1, 1, size=(10, 2)), backend=FAST)
+@given(st.integers(1, 8), st.integers(2, 12), st.integers(0, 2**16))
+def test_each_layer_is_one_matmul_for_the_whole_batch(
+    hidden_size: int, batch: int, seed: int
+) -> None:
+    net = make(lambda: FastNetwork(hidden_size), seed=seed)
+    x = mf.tensor(np.random.default_rng(seed).uniform(-1, 1, size=(batch, 2)), backend=FAST)
     with profile() as prof:
         net(x)
     kinds = [event.kind for event in prof.events]
