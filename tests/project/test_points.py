@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import minifw as mf
 from minifw.backends import cuda_available
@@ -25,9 +27,20 @@ NO_CUDA = "cuda backend: no CUDA GPU here and NUMBA_ENABLE_CUDASIM=1 is not set"
 
 
 @pytest.mark.task2_5
-def test_bce_with_logits_is_stable_and_has_the_right_gradient() -> None:
-    z_values = [-60.0, -1.0, 0.3, 2.0, 60.0]  # not 0: relu and abs have a kink there
+@given(
+    st.lists(st.floats(0.05, 60.0).flatmap(lambda v: st.sampled_from([v, -v])), min_size=1,
+             max_size=6),
+    st.data(),
+)  # fmt: skip
+def test_bce_with_logits_is_stable_and_has_the_right_gradient(
+    drawn: list[float], data: st.DataObject
+) -> None:
+    # chosen logits (huge ones too) and drawn ones; never 0: relu and abs have a kink there
+    z_values = [-60.0, -1.0, 0.3, 2.0, 60.0, *drawn]
     targets = [0.0, 1.0, 1.0, 0.0, 1.0]
+    targets += data.draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=len(drawn),
+                                  max_size=len(drawn)), label="targets")  # fmt: skip
+    n = len(z_values)
     z = mf.tensor(z_values, requires_grad=True, backend="simple")
     loss = bce_with_logits(z, mf.tensor(targets, backend="simple"))
     loss.backward()
@@ -37,10 +50,10 @@ def test_bce_with_logits_is_stable_and_has_the_right_gradient() -> None:
         else max(v, 0.0) - v * t
         for v, t in zip(z_values, targets, strict=True)
     ]
-    assert loss.item() == pytest.approx(sum(expected) / 5, rel=1e-9)
+    assert loss.item() == pytest.approx(sum(expected) / n, rel=1e-9)
     sigmoid = [1 / (1 + math.exp(-v)) for v in z_values]
     np.testing.assert_allclose(
-        z.grad.numpy(), [(s - t) / 5 for s, t in zip(sigmoid, targets, strict=True)], atol=1e-12
+        z.grad.numpy(), [(s - t) / n for s, t in zip(sigmoid, targets, strict=True)], atol=1e-12
     )
 
 
@@ -62,14 +75,27 @@ class RecordingSGD:
                 p -= self.lr * p.grad
 
 
+# small integers: every product and sum of the step below is exact
+ints = st.integers(-3, 3).map(float)
+
+
 @pytest.mark.task2_5
-def test_train_step_zeroes_runs_backpropagates_and_steps_once() -> None:
+@given(st.lists(ints, min_size=2, max_size=2), st.lists(ints, min_size=4, max_size=4),
+       st.lists(ints, min_size=2, max_size=2))  # fmt: skip
+def test_train_step_zeroes_runs_backpropagates_and_steps_once(
+    w0: list[float], xs: list[float], ys: list[float]
+) -> None:
     calls: list[str] = []
-    w = mf.tensor([[1.0], [-2.0]], requires_grad=True, backend="simple")
+    w = mf.tensor([[w0[0]], [w0[1]]], requires_grad=True, backend="simple")
     w.grad = mf.tensor([[100.0], [100.0]], backend="simple")  # stale: must not leak in
-    optimizer = RecordingSGD([w], lr=0.1, calls=calls)
-    x = mf.tensor([[1.0, 2.0], [3.0, -1.0]], backend="simple")
-    y = mf.tensor([[0.0], [1.0]], backend="simple")
+    optimizer = RecordingSGD([w], lr=0.25, calls=calls)
+    x_np, y_np, w_np = (
+        np.array(xs).reshape(2, 2),
+        np.array(ys).reshape(2, 1),
+        np.array(w0)[:, None],
+    )
+    x = mf.tensor(x_np.tolist(), backend="simple")
+    y = mf.tensor(y_np.tolist(), backend="simple")
 
     def model(inputs: mf.Tensor) -> mf.Tensor:
         calls.append("forward")
@@ -81,11 +107,13 @@ def test_train_step_zeroes_runs_backpropagates_and_steps_once() -> None:
 
     outputs, loss = train_step(model, optimizer, x, y, loss_fn)
     assert calls == ["zero_grad", "forward", "loss", "step"]
-    np.testing.assert_allclose(outputs.detach().numpy(), [[-3.0], [5.0]])
-    assert loss.item() == pytest.approx((9.0 + 16.0) / 2)
-    # d loss / d w = X^T (2 (Xw - y) / 2) = [[1, 3], [2, -1]] @ [[-3], [4]] = [[9], [-10]]
-    np.testing.assert_allclose(w.grad.numpy(), [[9.0], [-10.0]])
-    np.testing.assert_allclose(w.detach().numpy(), [[1.0 - 0.9], [-2.0 + 1.0]])
+    predicted = x_np @ w_np
+    np.testing.assert_allclose(outputs.detach().numpy(), predicted)
+    assert loss.item() == pytest.approx(((predicted - y_np) ** 2).mean())
+    # d loss / d w = X^T (2 (Xw - y) / 2): no stale gradient added in
+    grad = x_np.T @ (predicted - y_np)
+    np.testing.assert_allclose(w.grad.numpy(), grad)
+    np.testing.assert_allclose(w.detach().numpy(), w_np - 0.25 * grad)
 
 
 @pytest.mark.task2_5
