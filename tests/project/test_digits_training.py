@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import minifw as mf
 import minifw.nn.functional as F  # noqa: N812 - PyTorch's idiom
@@ -15,6 +17,9 @@ from project.digits import DigitsNet, DigitsTrainer, load_images
 from project.training import batches
 
 pytestmark = pytest.mark.task4_5
+# A few drawn seeds and sizes per test: each example builds and runs a convolutional net.
+FEW = settings(max_examples=4, deadline=None,
+               suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 
 
 def by_hand(net: DigitsNet, x: mf.Tensor) -> mf.Tensor:
@@ -38,30 +43,36 @@ def small_digits() -> ImageSplit:
 
 
 @pytest.mark.parametrize(("size", "channels", "hidden"), [(8, (8, 16), 32), (12, (3, 5), 7)])
-def test_forward_is_conv_relu_pool_twice_then_two_linear_layers(size, channels, hidden):
-    mf.manual_seed(0)
+@FEW
+@given(st.integers(0, 2**16), st.integers(1, 4))
+def test_forward_is_conv_relu_pool_twice_then_two_linear_layers(size, channels, hidden, seed, n):
+    mf.manual_seed(seed)
     net = DigitsNet(size, channels, hidden)
-    x = mf.tensor(np.random.default_rng(1).random((3, 1, size, size)))
+    x = mf.tensor(np.random.default_rng(seed).random((n, 1, size, size)))
     logits = net(x)
-    assert logits.shape == (3, 10)
+    assert logits.shape == (n, 10)
     want = by_hand(net, x).detach().numpy()
     np.testing.assert_allclose(logits.detach().numpy(), want, rtol=1e-12, atol=1e-12)
 
 
-def test_forward_gradients_reach_every_parameter():
-    mf.manual_seed(0)
+@FEW
+@given(st.integers(0, 2**16), st.lists(st.integers(0, 9), min_size=2, max_size=5))
+def test_forward_gradients_reach_every_parameter(seed, labels):
+    mf.manual_seed(seed)
     net = DigitsNet(8)
-    x = mf.tensor(np.random.default_rng(2).random((4, 1, 8, 8)))
-    F.cross_entropy(net(x), mf.tensor([0, 3, 9, 3])).backward()
+    x = mf.tensor(np.random.default_rng(seed).random((len(labels), 1, 8, 8)))
+    F.cross_entropy(net(x), mf.tensor(labels)).backward()
     for name, param in net.named_parameters():
         assert param.grad is not None, name
         assert np.abs(param.grad.numpy()).sum() > 0, name
 
 
-def test_an_epoch_without_learning_reports_the_mean_loss_and_accuracy(small_digits):
-    images = ImageSplit(*(part[:50] for part in small_digits))  # batches of 16, 16, 16, 2
+@FEW
+@given(st.integers(0, 2**16), st.integers(30, 60))
+def test_an_epoch_without_learning_reports_the_mean_loss_and_accuracy(small_digits, seed, count):
+    images = ImageSplit(*(part[:count] for part in small_digits))  # the last batch is short
     # a learning rate too small to move any parameter: every batch sees the same net
-    trainer = DigitsTrainer(images=images, lr=1e-300, batch=16, optimizer="sgd", seed=3)
+    trainer = DigitsTrainer(images=images, lr=1e-300, batch=16, optimizer="sgd", seed=seed)
     net = trainer.model
     with mf.no_grad():
         logits = net(mf.tensor(images.train_images))
@@ -84,11 +95,13 @@ def test_training_a_small_subset_learns_the_digits(small_digits):
     assert before < 0.3 and after > 0.6, (before, after)
 
 
-def test_an_epoch_steps_once_per_batch_in_the_documented_order(small_digits):
+@FEW
+@given(st.integers(0, 2**16), st.integers(1, 3))
+def test_an_epoch_steps_once_per_batch_in_the_documented_order(small_digits, seed, epoch):
     images = ImageSplit(*(part[:40] for part in small_digits))
-    trainer, twin = (DigitsTrainer(images=images, lr=0.01, batch=16, seed=5) for _ in range(2))
-    trainer.run_epoch(2)
-    rng = np.random.default_rng([5, 2])
+    trainer, twin = (DigitsTrainer(images=images, lr=0.01, batch=16, seed=seed) for _ in range(2))
+    trainer.run_epoch(epoch)
+    rng = np.random.default_rng([seed, epoch])
     for x, y in batches(images.train_images, images.train_labels, 16, "fast", rng):
         twin.optimizer.zero_grad()
         F.cross_entropy(twin.model(x), y).backward()
