@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minifw as mf
 from project.digits import DEFAULTS, DigitsNet, DigitsTrainer, confusion_matrix, load_images
@@ -16,12 +18,14 @@ from project.digits import DEFAULTS, DigitsNet, DigitsTrainer, confusion_matrix,
 
 @pytest.mark.task4_5
 @pytest.mark.parametrize("size", [8, 28])
-def test_net_maps_images_to_ten_logits(size: int) -> None:
-    mf.manual_seed(0)
+@settings(max_examples=2, deadline=None)  # each example runs a convolutional net
+@given(st.integers(0, 2**16), st.integers(1, 4))
+def test_net_maps_images_to_ten_logits(size: int, seed: int, n: int) -> None:
+    mf.manual_seed(seed)
     net = DigitsNet(size)
-    x = mf.tensor(np.random.default_rng(0).random((3, 1, size, size)))
-    assert net(x).shape == (3, 10)
-    assert net.feature_maps(x).shape == (3, DEFAULTS.channels[0], size, size)
+    x = mf.tensor(np.random.default_rng(seed).random((n, 1, size, size)))
+    assert net(x).shape == (n, 10)
+    assert net.feature_maps(x).shape == (n, DEFAULTS.channels[0], size, size)
     names = [name for name, _ in net.named_parameters()]
     assert names == [f"{layer}.{kind}" for layer in ("conv1", "conv2", "fc1", "fc2")
                      for kind in ("weight", "bias")]  # fmt: skip
