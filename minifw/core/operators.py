@@ -3,12 +3,13 @@
 Kernels receive an integer *op code* instead of a Python function (so compiled kernels
 cache on disk and one kernel serves every op). A row binds a code to the op's scalar
 function of `scalar_math.py` and, for the ops that autograd differentiates cell by
-cell, to its derivative rule; it also names the Tensor method that computes the op and
-the domain that property tests draw its arguments from. Derived from the rows: the
-codes' names, the `unary` / `binary` dispatchers that kernels call (generated source),
-the functions the backends compile, the autograd Functions of unary ops
-(tensor/functions.py), the in-place twins (`t.exp_()`) and `mf.` functions of the
-methods, and the rows of the tests' op table (tests/strategies.py).
+cell, to its derivative rule and to the same rule on tensors (its gradient); it also
+names the Tensor method that computes the op and the domain that property tests draw
+its arguments from. Derived from the rows: the codes' names, the `unary` / `binary`
+dispatchers that kernels call (generated source), the functions the backends compile,
+the autograd Functions of unary ops (tensor/functions.py), the in-place twins
+(`t.exp_()`) and `mf.` functions of the methods, and the rows of the tests' op table
+(tests/strategies.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from minifw.core import scalar_math as sm
+
+# grad * f'(a) on tensors, as gradient(a, grad): tensor methods and operators only (this
+# layer never imports the tensor layer; any object with those methods will do).
+GradientRule = Callable[[Any, Any], Any]
+# A row's gradient when f' is constant almost everywhere (relu, abs, sign, floor, ...):
+# the derivative kernel, launched on (a, grad), is the gradient, and its own derivative
+# in `a` is zero.
+KERNEL = "kernel"
 
 
 class Domain(NamedTuple):
@@ -43,10 +52,14 @@ class OpRow:
     """One elementwise op of the table.
 
     `function` is its scalar function (of `scalar_math.py`); `derivative` gives
-    d * f'(x) as derivative(x, d), for the unary ops that autograd differentiates cell
-    by cell. `method` names the Tensor method computing the op (None: no method of its
-    own). `domain` holds, per argument, where property tests draw it from;
-    `grad_domain` where gradient checks draw it from (None: not gradient-checked).
+    d * f'(x) as derivative(x, d), cell by cell, for the unary ops that autograd
+    differentiates. `gradient` is then the same rule on tensors, grad * f'(a) as
+    gradient(a, grad) in tensor methods and operators (recorded under create_graph, so
+    second derivatives follow), or KERNEL for an op whose f' is constant almost
+    everywhere: one launch of the derivative kernel serves. `method` names the Tensor
+    method computing the op (None: no method of its own). `domain` holds, per
+    argument, where property tests draw it from; `grad_domain` where gradient checks
+    draw it from (None: not gradient-checked).
     """
 
     code: int
@@ -56,6 +69,7 @@ class OpRow:
     method: str | None = None
     domain: tuple[Domain, ...] = ()
     grad_domain: tuple[Domain, ...] | None = None
+    gradient: GradientRule | str | None = None
 
     @property
     def name(self) -> str:
@@ -83,19 +97,22 @@ def unary_op(
     method: str | None = "",
     domain: Domain | None = ANY,
     grad_domain: Domain | None = _SAME,
+    gradient: GradientRule | str | None = None,
 ) -> int:
     """Add the row of a one-argument op (and of its derivative rule) to OP_TABLE.
 
-    `method` defaults to the function's name; `grad_domain` to `domain` when the op
-    has a derivative rule. Returns the op's code.
+    An op with a `derivative` needs its `gradient` (see OpRow), and only such an op
+    has one. `method` defaults to the function's name; `grad_domain` to `domain` when
+    the op has a derivative rule. Returns the op's code.
     """
     domains = () if domain is None else (domain,)
     grads: tuple[Domain, ...] | None = None if grad_domain is None else (grad_domain,)
     if grad_domain is _SAME:
         grads = domains if derivative is not None else None
     name = function.__name__ if method == "" else method
-    row = OpRow(code, function, 1, derivative, name, domains, grads)
+    row = OpRow(code, function, 1, derivative, name, domains, grads, gradient)
     _check_row(row)
+    _check_gradient(row)
     if derivative is not None and derivative not in BINARY_FUNCTIONS.values():
         _add_row(OpRow(DERIVATIVE_CODES + code, derivative, 2))
     return _add_row(row)
@@ -151,6 +168,23 @@ def _check_row(row: OpRow) -> None:
         raise ValueError(f"op table: row {row.name!r} needs scalar_math.{row.name} as function")
 
 
+def _check_gradient(row: OpRow) -> None:
+    """Raise unless `row` has a gradient exactly when it has a derivative rule."""
+    if row.derivative is not None and row.gradient is None:
+        raise ValueError(
+            f"op table: row {row.name!r} has a derivative rule but no gradient: give it "
+            f"gradient=lambda a, g: ... (grad * f'(a) in tensor methods) or, when f' is "
+            f"constant almost everywhere, gradient=KERNEL"
+        )
+    if row.derivative is None and row.gradient is not None:
+        raise ValueError(f"op table: row {row.name!r} has a gradient but no derivative rule")
+    if row.gradient is not None and not callable(row.gradient) and row.gradient != KERNEL:
+        raise ValueError(
+            f"op table: the gradient of {row.name!r} must be a function or KERNEL, "
+            f"got {row.gradient!r}"
+        )
+
+
 def _add_row(row: OpRow) -> int:
     """Check `row` (`_check_row`), add it to OP_TABLE and the tables derived from it."""
     _check_row(row)
@@ -167,41 +201,78 @@ def _add_row(row: OpRow) -> int:
 
 # ---- The rows ----------------------------------------------------------------------------
 # Adding an elementwise op: its scalar function (and derivative rule) in scalar_math.py, its
-# row here, its Tensor method (tensor/tensor.py) and its row of docs/pytorch.md.
+# row here (with its gradient), its Tensor method (tensor/tensor.py) and its row of
+# docs/pytorch.md.
+
+_LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
+
+
+def _sigmoid_gradient(a: Any, g: Any) -> Any:
+    s = a.sigmoid()
+    return g * (s * (1.0 - s))
+
+
+def _tanh_gradient(a: Any, g: Any) -> Any:
+    t = a.tanh()
+    return g * (1.0 - t * t)
+
+
+def _tan_gradient(a: Any, g: Any) -> Any:
+    t = a.tan()
+    return g * (1.0 + t * t)
+
 
 ID = unary_op(0, sm.id, method=None, domain=None)
 NEG = unary_op(1, sm.neg, grad_domain=ANY)  # its gradient is the Neg Function's
-EXP = unary_op(2, sm.exp, sm.exp_back)
-LOG = unary_op(3, sm.log, sm.log_back, domain=POSITIVE)
-SIGMOID = unary_op(4, sm.sigmoid, sm.sigmoid_back)
-RELU = unary_op(5, sm.relu, sm.relu_back, grad_domain=AWAY_FROM_KINK)
-TANH = unary_op(6, sm.tanh, sm.tanh_back)
-INV = unary_op(7, sm.inv, sm.inv_back, method="reciprocal", domain=NONZERO)
-SQRT = unary_op(8, sm.sqrt, sm.sqrt_back, domain=POSITIVE)
-ABS = unary_op(9, sm.abs, sm.abs_back, grad_domain=AWAY_FROM_KINK)
-SIN = unary_op(10, sm.sin, sm.sin_back)
-COS = unary_op(11, sm.cos, sm.cos_back)
-TAN = unary_op(12, sm.tan, sm.tan_back, domain=Domain(-1.3, 1.3))
-ASIN = unary_op(13, sm.asin, sm.asin_back, domain=UNIT)
-ACOS = unary_op(14, sm.acos, sm.acos_back, domain=UNIT)
-ATAN = unary_op(15, sm.atan, sm.atan_back)
-SINH = unary_op(16, sm.sinh, sm.sinh_back)
-COSH = unary_op(17, sm.cosh, sm.cosh_back)
-LOG1P = unary_op(18, sm.log1p, sm.log1p_back, domain=Domain(-0.9, 3.0))
-EXPM1 = unary_op(19, sm.expm1, sm.expm1_back)
-LOG2 = unary_op(20, sm.log2, sm.log2_back, domain=POSITIVE)
-LOG10 = unary_op(21, sm.log10, sm.log10_back, domain=POSITIVE)
-EXP2 = unary_op(22, sm.exp2, sm.exp2_back)
-RSQRT = unary_op(23, sm.rsqrt, sm.rsqrt_back, domain=POSITIVE)
-SQUARE = unary_op(24, sm.square, sm.square_back)
-ERF = unary_op(25, sm.erf, sm.erf_back)
+EXP = unary_op(2, sm.exp, sm.exp_back, gradient=lambda a, g: g * a.exp())
+LOG = unary_op(3, sm.log, sm.log_back, domain=POSITIVE, gradient=lambda a, g: g / a)
+SIGMOID = unary_op(4, sm.sigmoid, sm.sigmoid_back, gradient=_sigmoid_gradient)
+RELU = unary_op(5, sm.relu, sm.relu_back, grad_domain=AWAY_FROM_KINK, gradient=KERNEL)
+TANH = unary_op(6, sm.tanh, sm.tanh_back, gradient=_tanh_gradient)
+INV = unary_op(
+    7, sm.inv, sm.inv_back, method="reciprocal", domain=NONZERO,
+    gradient=lambda a, g: -g / (a * a),
+)  # fmt: skip
+SQRT = unary_op(
+    8, sm.sqrt, sm.sqrt_back, domain=POSITIVE, gradient=lambda a, g: g / (2.0 * a.sqrt())
+)
+ABS = unary_op(9, sm.abs, sm.abs_back, grad_domain=AWAY_FROM_KINK, gradient=KERNEL)
+SIN = unary_op(10, sm.sin, sm.sin_back, gradient=lambda a, g: g * a.cos())
+COS = unary_op(11, sm.cos, sm.cos_back, gradient=lambda a, g: -g * a.sin())
+TAN = unary_op(12, sm.tan, sm.tan_back, domain=Domain(-1.3, 1.3), gradient=_tan_gradient)
+ASIN = unary_op(
+    13, sm.asin, sm.asin_back, domain=UNIT, gradient=lambda a, g: g * (1.0 - a * a).rsqrt()
+)
+ACOS = unary_op(
+    14, sm.acos, sm.acos_back, domain=UNIT, gradient=lambda a, g: -g * (1.0 - a * a).rsqrt()
+)
+ATAN = unary_op(15, sm.atan, sm.atan_back, gradient=lambda a, g: g / (1.0 + a * a))
+SINH = unary_op(16, sm.sinh, sm.sinh_back, gradient=lambda a, g: g * a.cosh())
+COSH = unary_op(17, sm.cosh, sm.cosh_back, gradient=lambda a, g: g * a.sinh())
+LOG1P = unary_op(
+    18, sm.log1p, sm.log1p_back, domain=Domain(-0.9, 3.0), gradient=lambda a, g: g / (1.0 + a)
+)
+EXPM1 = unary_op(19, sm.expm1, sm.expm1_back, gradient=lambda a, g: g * a.exp())
+LOG2 = unary_op(20, sm.log2, sm.log2_back, domain=POSITIVE, gradient=lambda a, g: g / (a * _LN2))
+LOG10 = unary_op(
+    21, sm.log10, sm.log10_back, domain=POSITIVE, gradient=lambda a, g: g / (a * _LN10)
+)
+EXP2 = unary_op(22, sm.exp2, sm.exp2_back, gradient=lambda a, g: g * (a.exp2() * _LN2))
+RSQRT = unary_op(
+    23, sm.rsqrt, sm.rsqrt_back, domain=POSITIVE,
+    gradient=lambda a, g: g * (-0.5 * a.rsqrt() / a),
+)  # fmt: skip
+SQUARE = unary_op(24, sm.square, sm.square_back, gradient=lambda a, g: g * (2.0 * a))
+ERF = unary_op(
+    25, sm.erf, sm.erf_back, gradient=lambda a, g: g * (_TWO_OVER_SQRT_PI * (-(a * a)).exp())
+)
 # Step functions: a zero gradient, and no gradient check (finite differences jump).
-SIGN = unary_op(26, sm.sign, sm.zero_back, grad_domain=None)
-FLOOR = unary_op(27, sm.floor, sm.zero_back, grad_domain=None)
-CEIL = unary_op(28, sm.ceil, sm.zero_back, grad_domain=None)
-ROUND = unary_op(29, sm.round, sm.zero_back, grad_domain=None)
-TRUNC = unary_op(30, sm.trunc, sm.zero_back, grad_domain=None)
-FRAC = unary_op(31, sm.frac, sm.frac_back, grad_domain=None)
+SIGN = unary_op(26, sm.sign, sm.zero_back, grad_domain=None, gradient=KERNEL)
+FLOOR = unary_op(27, sm.floor, sm.zero_back, grad_domain=None, gradient=KERNEL)
+CEIL = unary_op(28, sm.ceil, sm.zero_back, grad_domain=None, gradient=KERNEL)
+ROUND = unary_op(29, sm.round, sm.zero_back, grad_domain=None, gradient=KERNEL)
+TRUNC = unary_op(30, sm.trunc, sm.zero_back, grad_domain=None, gradient=KERNEL)
+FRAC = unary_op(31, sm.frac, sm.frac_back, grad_domain=None, gradient=KERNEL)
 
 ADD = binary_op(100, sm.add)
 SUB = binary_op(101, sm.sub)

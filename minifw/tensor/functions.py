@@ -13,7 +13,6 @@ permute, indexing, cat, where) and reductions (sum, max) follow the arithmetic o
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -267,11 +266,12 @@ def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 
 class Elementwise(Function):
-    """f(a) cell by cell for a unary op `op` of the op table; its derivative is `back`.
+    """f(a) cell by cell for a unary op `op` of the op table; `gradient` is the row's.
 
     One subclass per differentiable unary row of `operators.OP_TABLE` is made below
-    (named like PyTorch's op: its grad_fn reads "ExpBackward"): adding an op needs no
-    edit here. Tensor methods call them through `elementwise(op, a)`.
+    (named like PyTorch's op: its grad_fn reads "ExpBackward"), with the row's gradient
+    rule: adding an op needs no edit here. Tensor methods call them through
+    `elementwise(op, a)`.
     """
 
     fresh_grads = True
@@ -329,68 +329,7 @@ class KernelGradient(Function):
         return None, KernelGradient.apply(a, gg, ctx.back), None
 
 
-def _unary(name: str, a: Tensor) -> Tensor:
-    """The differentiable unary op `name` of the op table applied to `a`."""
-    return ELEMENTWISE[ops.CODES[name]].apply(a)
-
-
-def _sigmoid_gradient(a: Tensor, g: Tensor) -> Tensor:
-    s = _unary("sigmoid", a)
-    return g * (s * (1.0 - s))
-
-
-def _tanh_gradient(a: Tensor, g: Tensor) -> Tensor:
-    t = _unary("tanh", a)
-    return g * (1.0 - t * t)
-
-
-def _tan_gradient(a: Tensor, g: Tensor) -> Tensor:
-    t = _unary("tan", a)
-    return g * (1.0 + t * t)
-
-
-_LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
-
-Rule = Callable[[Any, Any], Any]
-
-# grad * f'(a) in tensor operations, by op name, for every differentiable unary row of the
-# op table: recorded under create_graph, so second (and higher) derivatives follow. None:
-# f' is constant almost everywhere, and the row's derivative kernel serves (KernelGradient).
-GRADIENTS: dict[str, Rule | None] = {
-    "exp": lambda a, g: g * _unary("exp", a),
-    "log": lambda a, g: g / a,
-    "sigmoid": _sigmoid_gradient,
-    "relu": None,
-    "tanh": _tanh_gradient,
-    "inv": lambda a, g: -g / (a * a),
-    "sqrt": lambda a, g: g / (2.0 * _unary("sqrt", a)),
-    "abs": None,
-    "sin": lambda a, g: g * _unary("cos", a),
-    "cos": lambda a, g: -g * _unary("sin", a),
-    "tan": _tan_gradient,
-    "asin": lambda a, g: g * _unary("rsqrt", 1.0 - a * a),
-    "acos": lambda a, g: -g * _unary("rsqrt", 1.0 - a * a),
-    "atan": lambda a, g: g / (1.0 + a * a),
-    "sinh": lambda a, g: g * _unary("cosh", a),
-    "cosh": lambda a, g: g * _unary("sinh", a),
-    "log1p": lambda a, g: g / (1.0 + a),
-    "expm1": lambda a, g: g * _unary("exp", a),
-    "log2": lambda a, g: g / (a * _LN2),
-    "log10": lambda a, g: g / (a * _LN10),
-    "exp2": lambda a, g: g * (_unary("exp2", a) * _LN2),
-    "rsqrt": lambda a, g: g * (-0.5 * _unary("rsqrt", a) / a),
-    "square": lambda a, g: g * (2.0 * a),
-    "erf": lambda a, g: g * (_TWO_OVER_SQRT_PI * _unary("exp", -(a * a))),
-    "sign": None,
-    "floor": None,
-    "ceil": None,
-    "round": None,
-    "trunc": None,
-    "frac": None,
-}
-
-
-def _kernel_rule(back: int) -> Rule:
+def _kernel_rule(back: int) -> ops.GradientRule:
     def rule(a: Any, g: Any) -> Any:
         return KernelGradient.apply(a, g, back)
 
@@ -398,10 +337,16 @@ def _kernel_rule(back: int) -> Rule:
 
 
 def _elementwise_function(row: ops.OpRow) -> type[Elementwise]:
-    """The Elementwise Function of one differentiable unary row, named `row.title`."""
+    """The Elementwise Function of one differentiable unary row, named `row.title`.
+
+    Its gradient is the row's: grad * f'(a) in tensor operations (recorded under
+    create_graph), or, for a row marked KERNEL, one launch of its derivative kernel.
+    """
     back = ops.DERIVATIVES[row.code]
-    rule = GRADIENTS.get(row.name) or _kernel_rule(back)  # none: the row's derivative kernel
-    doc = f"{row.name}(a) cell by cell; its gradient is {ops.BINARY_NAMES[back]}(a, grad)."
+    rule = _kernel_rule(back) if row.gradient == ops.KERNEL else row.gradient
+    assert callable(rule), f"row {row.name!r}: the op table checks its gradient"
+    how = f"{ops.BINARY_NAMES[back]}(a, grad)" if row.gradient == ops.KERNEL else "its row's"
+    doc = f"{row.name}(a) cell by cell; its gradient is {how}."
     attributes = {"op": row.code, "back": back, "gradient": staticmethod(rule), "__doc__": doc}
     function = type(row.title, (Elementwise,), attributes)
     function.__module__ = __name__

@@ -2,10 +2,12 @@
 
 The test adds a throwaway op, `cube` (x^3, derivative 3x^2), to a copy of the package
 through the recipe: its scalar function and derivative rule in scalar_math.py, its row
-in operators.py and its Tensor method. In a fresh process on that copy, everything else
-must follow from the row: the `mf.cube` function and its place in `mf.__all__`, the
-in-place twin `cube_`, the autograd Function `CubeBackward`, the row of the tests' op
-table (tests/strategies.py), and the kernels of every backend, checked with gradcheck.
+in operators.py (which carries its gradient in tensor operations) and its Tensor method.
+In a fresh process on that copy, everything else must follow from the row: the `mf.cube`
+function and its place in `mf.__all__`, the in-place twin `cube_`, the autograd Function
+`CubeBackward` and its second derivative, the row of the tests' op table
+(tests/strategies.py), and the kernels of every backend, checked with gradcheck and a
+second derivative.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def cube_back(x: float, d: float) -> float:
     """Return d * d/dx x^3 = 3 d x^2."""
     return 3.0 * d * x * x
 '''
-ROW = "CUBE = unary_op(60, sm.cube, sm.cube_back)\n\n"
+ROW = "CUBE = unary_op(60, sm.cube, sm.cube_back, gradient=lambda a, g: g * (3.0 * a * a))\n\n"
 METHOD = '''    def cube(self) -> Tensor:
         """x^3 cell by cell."""
         return math_ops.floating_unary(self, ops.CUBE)
@@ -62,6 +64,9 @@ for name in sys.argv[2:]:
     np.testing.assert_allclose(y.detach().numpy(), values**3, rtol=1e-15)
     assert y.grad_fn.name() == "CubeBackward", y.grad_fn.name()
     assert gradcheck(lambda t: t.cube(), [x]), name
+    (g,) = mf.autograd.grad(y.sum(), x, create_graph=True)
+    (second,) = mf.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(second.numpy(), 6.0 * values, rtol=1e-12)
     twin = x.detach().clone()
     assert twin.cube_() is twin
     np.testing.assert_allclose(twin.numpy(), values**3, rtol=1e-15)
