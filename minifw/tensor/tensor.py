@@ -35,12 +35,10 @@ from minifw.tensor import indexing, logic, math_ops, shaping
 from minifw.tensor.autograd import (
     _NOT_LEAF,
     AccumulateGrad,
-    Gradient,
     Node,
     RemovableHook,
     check_assigned_grad,
     check_hook_result,
-    owned_gradients,
     recorded_inputs,
 )
 from minifw.tensor.autograd import backward as run_backward
@@ -343,27 +341,6 @@ class Tensor:
         """The tensor inputs of the op that made this tensor."""
         assert self.history is not None
         return [x for x in recorded_inputs(self.history) if is_tensor(x)]
-
-    def chain_rule(self, d_output: Any) -> list[tuple[Tensor, Gradient]]:
-        """Each input paired with its gradient (a `Gradient`)."""
-        grad = d_output.tensor if isinstance(d_output, Gradient) else d_output
-        grad = self._run_hooks(grad)
-        if self._retains_grad:
-            self._accumulate(grad)
-        h = self.history
-        assert h is not None and h.ctx is not None
-        inputs = recorded_inputs(h)
-        pairs = h.last_fn.chain_rule(h.ctx, inputs, grad)
-        return owned_gradients(h, inputs, grad, pairs)
-
-    def accumulate_derivative(self, x: Any) -> None:
-        """Add `x` (a tensor or a `Gradient`) to `.grad` (leaves only)."""
-        owned = isinstance(x, Gradient) and x.owned and not self._hooks
-        grad = x.tensor if isinstance(x, Gradient) else x
-        added = self._grad is not None
-        self._accumulate(self._run_hooks(grad), owned)
-        if anyone_listening[0]:
-            hooks.leaf_grad(self, added)
 
     def _accumulate(self, x: Tensor, owned: bool = False) -> None:
         """Add `x` to `.grad`; a first gradient is copied unless `owned` (see `Gradient`)."""
