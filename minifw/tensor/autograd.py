@@ -163,13 +163,14 @@ class _Run:
 class _Step:
     """A tensor as the engine sees it in one pass (the `Variable` protocol of autodiff)."""
 
-    __slots__ = ("tensor", "run", "unique_id", "history", "inputs")
+    __slots__ = ("tensor", "run", "unique_id", "history", "inputs", "steps")
 
     def __init__(self, tensor: Tensor, run: _Run) -> None:
         self.tensor, self.run = tensor, run
         self.unique_id = id(tensor)  # the engine's key for the tensor
         self.history: History | None = tensor.history
         self.inputs: list[Any] | None = None  # the op's inputs as they were when it ran
+        self.steps: dict[int, _Step] = {}  # the steps of its tensor inputs, by id
 
     def is_constant(self) -> bool:
         """True when no gradient is wanted here: none needed, or no target lies behind."""
@@ -181,7 +182,8 @@ class _Step:
         """The tensor inputs of the op that made the tensor, as they were then."""
         run = self.run
         self.inputs = inputs = recorded_inputs(self.history)  # type: ignore[arg-type]
-        return [_Step(x, run) for x in inputs if is_tensor(x)]
+        self.steps = {id(x): _Step(x, run) for x in inputs if is_tensor(x)}
+        return list(self.steps.values())
 
     def chain_rule(self, d_output: Any) -> list[tuple[_Step, Any]]:
         """Run the tensor's hooks and its Function's backward; pair inputs with gradients."""
@@ -201,7 +203,8 @@ class _Step:
         pairs: list[tuple[Any, Any]] = history.last_fn.chain_rule(history.ctx, inputs, grad)
         if not run.create:
             pairs = owned_gradients(history, inputs, grad, pairs)
-        return [(_Step(value, run), g) for value, g in pairs]
+        steps = self.steps  # made by `parents` when the engine sorted the graph
+        return [(steps.get(id(value)) or _Step(value, run), g) for value, g in pairs]
 
     def accumulate_derivative(self, x: Any) -> None:
         """A leaf's total gradient: through its hooks to `.grad` or to the caller."""
@@ -213,7 +216,7 @@ class _Step:
             self.run.keep(node, grad, isinstance(x, Gradient) and x.owned)
 
 
-def _reaching(root: Roots, targets: set[int]) -> set[int]:
+def _reaching(root: Roots | _Step, targets: set[int]) -> set[int]:
     """Ids of the nodes behind `root` from which some target can be reached (targets too)."""
     reach: set[int] = set()
     for node in reversed(topological_sort(root)):  # a value's inputs come before it here
@@ -245,14 +248,16 @@ def run_backward(
         if out._base is not None:
             view_history(out)  # a view whose source changed in place: bring it up to date
     wrapped = [s if create_graph else Gradient(s) for s in seeds]
-    root = Roots([_Step(o, run) for o in outputs], wrapped)
+    steps = [_Step(o, run) for o in outputs]
+    root: Roots | _Step = steps[0] if len(steps) == 1 else Roots(steps, wrapped)
+    seed = wrapped[0] if len(steps) == 1 else wrapped  # Roots hands out each output's own
     if run.targets is not None:
         run.reach = _reaching(root, run.targets)
     with set_grad_enabled(create_graph):
         if anyone_listening[0]:  # a tool watches (core/hooks.py): tell it a backward runs
-            hooks.run_backward(backpropagate, root, wrapped, retain_graph)
+            hooks.run_backward(backpropagate, root, seed, retain_graph)
         else:
-            backpropagate(root, wrapped, retain_graph)
+            backpropagate(root, seed, retain_graph)
     return [run.captured.get(id(t)) for t in inputs or ()]
 
 
