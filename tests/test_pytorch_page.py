@@ -32,7 +32,7 @@ MINIFW_ONLY = {
         "set_default_backend", "viz",
     },
     "minifw.Tensor": {
-        "accumulate_derivative", "backend", "chain_rule", "history", "is_constant", "parents",
+        "backend", "history", "is_constant", "parents",
         "unique_id", "value",
     },
 }  # fmt: skip
