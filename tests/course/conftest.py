@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from minifw_course.assignment import make_assignment
 from minifw_course.tasks import COURSE_TASKS
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 CONFTEST = (
     "def pytest_configure(config):\n"
@@ -220,3 +223,18 @@ def tests_in() -> Callable[..., subprocess.CompletedProcess[str]]:
 def course_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     """`run_course` as a fixture."""
     return run_course
+
+
+@pytest.fixture(scope="module")
+def student(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
+    """The student repository of a module of the real course, made once per test module."""
+    made: dict[int, Path] = {}
+
+    def get(module: int) -> Path:
+        if module not in made:
+            out = tmp_path_factory.mktemp(f"student{module}") / "repo"
+            make_assignment(REPO_ROOT, out, module)
+            made[module] = out
+        return made[module]
+
+    return get

@@ -9,12 +9,11 @@ import configparser
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from minifw_course.assignment import LATER_FILES, make_assignment
+from minifw_course.assignment import LATER_FILES
 from minifw_course.catalog import TASK_INFO
 from minifw_course.classroom import COMMAND_GRADER, WORKFLOW_PATH, step_id
 from minifw_course.prune import _Reader, task_labels
@@ -27,21 +26,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # What the bundle installs (autograder.GRADING_PACKAGES), by import name: a test file may
 # skip itself at import when one of these is missing, never for anything else.
 GRADING_IMPORTS = {"numpy", "numba", "pytest", "hypothesis", "sklearn", "tqdm"}
-
-
-@pytest.fixture(scope="module")
-def student(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
-    """The student repository of a module, made once per test module."""
-    made: dict[int, Path] = {}
-
-    def get(module: int) -> Path:
-        if module not in made:
-            out = tmp_path_factory.mktemp(f"release{module}") / "repo"
-            make_assignment(ROOT, out, module)
-            made[module] = out
-        return made[module]
-
-    return get
 
 
 @pytest.mark.parametrize("module", MODULES)

@@ -17,12 +17,10 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from minifw_course.assignment import make_assignment
 from minifw_course.fences import fenced_functions, find_fences, python_files, scan_fences
 from minifw_course.grade import grade, parse_tasks
 from minifw_course.prune import file_labels
@@ -35,21 +33,6 @@ MODULE_OF = {task.id: task.module for task in TASKS}
 # Packages of the optional extras (app, digits, oracle): a test file must not need them
 # to be collected, or `pytest -m taskN_1` stops before running anything.
 OPTIONAL = ("streamlit", "matplotlib", "pandas", "sklearn", "torch", "websockets")
-
-
-@pytest.fixture(scope="module")
-def student(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
-    """The student repository of a module, made once per test module."""
-    made: dict[int, Path] = {}
-
-    def get(module: int) -> Path:
-        if module not in made:
-            out = tmp_path_factory.mktemp(f"student{module}") / "repo"
-            make_assignment(ROOT, out, module)
-            made[module] = out
-        return made[module]
-
-    return get
 
 
 @pytest.mark.parametrize("module", MODULES)
